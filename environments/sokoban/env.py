@@ -1,0 +1,182 @@
+"""``SokobanEnv``: push every box onto a target, in text.
+
+Rewards (as RAGEN and ROLL): ``-0.1`` per move, ``+1`` for pushing a box onto a target, ``-1``
+for pushing one off, ``+10`` when the last box lands; a reply with no valid action costs the
+format penalty (``-0.1``) and changes nothing.
+
+Example:
+    >>> env = SokobanEnv()
+    >>> obs, info = env.reset(seed=7)
+    >>> print(obs)  # doctest: +SKIP
+    ######
+    #_O__#
+    ...
+    >>> info["optimal_plan_length"] >= 1
+    True
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from environments.sokoban.generator import generate_puzzle
+from environments.sokoban.puzzle import (
+    ACTION_NAMES,
+    DEFAULT_SYMBOLS,
+    SYMBOL_MEANINGS,
+    Puzzle,
+    offsets,
+)
+from rollenv.actions import AnswerFormat
+from rollenv.text_env import TextEnv
+
+_ACTION_BY_NAME = {name.lower(): index for index, name in enumerate(ACTION_NAMES)}
+
+
+class SokobanEnv(TextEnv):
+    """Sokoban on a generated board.
+
+    Args:
+        dim_room: ``(height, width)`` of the board, outer walls included.
+        num_boxes: boxes and targets.
+        min_solution_length: the difficulty knob: fewest moves the optimal plan may need.
+        max_solution_length: most moves it may need; defaults to ``max_actions`` so every
+            puzzle is solvable within the episode's budget.
+        max_actions: moves per episode before it is truncated.
+        max_actions_per_turn: moves one reply may carry, separated by ``||``.
+        symbols: seven characters for wall, floor, target, box on target, box, player, player on
+            target (``"#_O√XPS"``).
+        format_penalty: reward of a reply with no valid action.
+        step_reward, box_on_reward, box_off_reward, solved_reward: the reward scheme.
+        answer_format: overrides how actions are read from a reply.
+        render_mode: ``"ansi"`` or ``None``.
+    """
+
+    oracle = "environments.sokoban.oracle:SokobanOracle"
+
+    def __init__(
+        self,
+        dim_room: tuple[int, int] = (6, 6),
+        num_boxes: int = 1,
+        *,
+        min_solution_length: int = 2,
+        max_solution_length: int | None = None,
+        max_actions: int = 10,
+        max_actions_per_turn: int = 1,
+        symbols: str = DEFAULT_SYMBOLS,
+        format_penalty: float = -0.1,
+        step_reward: float = -0.1,
+        box_on_reward: float = 1.0,
+        box_off_reward: float = -1.0,
+        solved_reward: float = 10.0,
+        answer_format: AnswerFormat | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        super().__init__(
+            answer_format=answer_format or AnswerFormat(max_actions=max_actions_per_turn),
+            format_penalty=format_penalty,
+            max_actions=max_actions,
+            render_mode=render_mode,
+        )
+        if len(symbols) != 7 or len(set(symbols)) != 7:
+            raise ValueError(f"symbols must be 7 distinct characters ({', '.join(SYMBOL_MEANINGS)}), got {symbols!r}")
+        self.dim_room = tuple(dim_room)
+        self.num_boxes = num_boxes
+        self.min_solution_length = min_solution_length
+        self.max_solution_length = max_solution_length if max_solution_length is not None else max_actions
+        self.symbols = symbols
+        self.step_reward = step_reward
+        self.box_on_reward = box_on_reward
+        self.box_off_reward = box_off_reward
+        self.solved_reward = solved_reward
+        # fail on impossible settings now, not at the first reset
+        generate_puzzle(random.Random(0), self.dim_room, num_boxes,
+                        min_solution_length=min_solution_length,
+                        max_solution_length=self.max_solution_length)
+        self.puzzle: Puzzle | None = None
+        self.optimal_plan_length = 0
+        self._instruction = self._write_instruction()
+
+    # ------------------------------------------------------------------ TextEnv
+    @property
+    def instruction(self) -> str:
+        return self._instruction
+
+    @property
+    def action_words(self) -> tuple[str, ...]:
+        return ACTION_NAMES
+
+    def _write_instruction(self) -> str:
+        legend = ", ".join(f"{s} {m}" for s, m in zip(self.symbols, SYMBOL_MEANINGS, strict=True))
+        return (
+            "You are solving Sokoban. Push every box onto a target. You push a box by walking "
+            "into it; you cannot pull. "
+            f"Symbols: {legend}. Actions: Up, Down, Left, Right. "
+            f"{self.answer_format.describe()} Example: {self.answer_format.wrap('Left')}"
+        )
+
+    def _new_episode(self, rng: random.Random, options: dict[str, Any] | None) -> None:
+        generated = generate_puzzle(
+            rng,
+            self.dim_room,
+            self.num_boxes,
+            min_solution_length=self.min_solution_length,
+            max_solution_length=self.max_solution_length,
+        )
+        self.puzzle = generated.puzzle
+        self.optimal_plan_length = generated.optimal_plan_length
+        self._walls = self.puzzle.walls
+        self._targets = frozenset(self.puzzle.targets)
+        self._deltas = offsets(self.puzzle.width)
+        self._boxes = list(self.puzzle.boxes)
+        self._player = self.puzzle.player
+
+    def _reset_info(self) -> dict[str, Any]:
+        return {"optimal_plan_length": self.optimal_plan_length}
+
+    def _observation(self) -> str:
+        return self.state.render(self.symbols)
+
+    def _parse_action(self, text: str) -> int | None:
+        return _ACTION_BY_NAME.get(text.lower())
+
+    def _apply(self, action: int) -> tuple[float, bool]:
+        d = self._deltas[action]
+        to = self._player + d
+        reward = self.step_reward
+        if self._walls[to]:
+            return reward, False
+        boxes = self._boxes
+        if to in boxes:
+            box_to = to + d
+            if self._walls[box_to] or box_to in boxes:
+                return reward, False
+            boxes[boxes.index(to)] = box_to
+            targets = self._targets
+            if box_to in targets and to not in targets:
+                reward += self.box_on_reward
+            elif to in targets and box_to not in targets:
+                reward += self.box_off_reward
+            if self._solved():
+                reward += self.solved_reward
+        self._player = to
+        return reward, True
+
+    def _solved(self) -> bool:
+        return all(b in self._targets for b in self._boxes)
+
+    # ------------------------------------------------------------------ public state
+    @property
+    def state(self) -> Puzzle:
+        """The current position as a ``Puzzle`` (what the oracle plans on)."""
+        if self.puzzle is None:
+            raise RuntimeError("call reset() before reading the state")
+        return Puzzle(
+            self.puzzle.height,
+            self.puzzle.width,
+            self._walls,
+            self.puzzle.targets,
+            tuple(sorted(self._boxes)),
+            self._player,
+        )

@@ -1,0 +1,76 @@
+"""The Sokoban board: walls, targets, boxes and player on a flat grid of ``height * width`` cells.
+
+Cells are numbered ``row * width + col``; moving is adding an offset (``-width`` is up). The
+outer ring of cells is always wall, so a neighbour of a non-wall cell is always on the board.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ACTION_NAMES = ("Up", "Down", "Left", "Right")
+#: symbols in the order wall, floor, target, box on target, box, player, player on target
+DEFAULT_SYMBOLS = "#_O√XPS"
+SYMBOL_MEANINGS = ("wall", "floor", "target", "box on target", "box", "player", "player on target")
+
+
+def offsets(width: int) -> tuple[int, int, int, int]:
+    """Cell offsets of the actions Up, Down, Left, Right."""
+    return (-width, width, -1, 1)
+
+
+@dataclass(frozen=True)
+class Puzzle:
+    """One Sokoban position.
+
+    Attributes:
+        height, width: board size, outer wall ring included.
+        walls: ``walls[cell]`` is 1 for a wall, 0 for floor.
+        targets: target cells, sorted.
+        boxes: box cells, sorted.
+        player: the player's cell.
+    """
+
+    height: int
+    width: int
+    walls: bytes
+    targets: tuple[int, ...]
+    boxes: tuple[int, ...]
+    player: int
+
+    @property
+    def solved(self) -> bool:
+        return self.boxes == self.targets
+
+    def render(self, symbols: str = DEFAULT_SYMBOLS) -> str:
+        """The board as text, one line per row."""
+        wall, floor, target, box_on_target, box, player, player_on_target = symbols
+        width = self.width
+        cells = [wall if w else floor for w in self.walls]
+        for t in self.targets:
+            cells[t] = target
+        for b in self.boxes:
+            cells[b] = box_on_target if cells[b] == target else box
+        cells[self.player] = player_on_target if cells[self.player] == target else player
+        return "\n".join("".join(cells[r * width : (r + 1) * width]) for r in range(self.height))
+
+
+def live_cells(walls: bytes, targets: tuple[int, ...], width: int) -> bytearray:
+    """Cells from which a lone box can still be pushed onto some target.
+
+    A box on any other cell is dead (stuck in a corner or against a wall away from targets),
+    so the solver never pushes one there. Found by pulling a box backwards from every target.
+    """
+    live = bytearray(len(walls))
+    stack = list(targets)
+    for t in targets:
+        live[t] = 1
+    while stack:
+        cell = stack.pop()
+        for d in offsets(width):
+            box_from = cell - d  # a box here, pushed by d, lands on `cell`
+            pusher = box_from - d
+            if not live[box_from] and not walls[box_from] and not walls[pusher]:
+                live[box_from] = 1
+                stack.append(box_from)
+    return live

@@ -1,0 +1,37 @@
+"""rollenv: a Gymnasium-compatible hub of text environments for LLM agents.
+
+Example:
+    >>> import rollenv
+    >>> env = rollenv.make("Sokoban-v0")
+    >>> obs, info = env.reset(seed=0)
+    >>> obs, reward, terminated, truncated, info = env.step("<answer>Up</answer>")
+    >>> sorted(info["metrics"])
+    ['action_is_effective', 'action_is_valid', 'success']
+"""
+
+from rollenv.actions import AnswerFormat
+from rollenv.registration import (
+    EnvSpec,
+    UnknownEnvError,
+    make,
+    pprint_registry,
+    register,
+    registry,
+    spec,
+)
+from rollenv.text_env import TextEnv, text_space
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AnswerFormat",
+    "EnvSpec",
+    "TextEnv",
+    "UnknownEnvError",
+    "make",
+    "pprint_registry",
+    "register",
+    "registry",
+    "spec",
+    "text_space",
+]

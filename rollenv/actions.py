@@ -1,0 +1,97 @@
+"""Parsing an agent's reply into env actions.
+
+An LLM agent answers with free text. Envs take their action out of an answer tag, by default
+``<answer>...</answer>`` with an optional ``<think>...</think>`` first (case-insensitive), and split
+it into several actions at ``||`` when the env allows more than one per turn (as RAGEN does).
+
+Example:
+    >>> fmt = AnswerFormat()
+    >>> fmt.extract("<think>box is left</think> <answer>Left || Up</answer>")
+    ['Left', 'Up']
+    >>> fmt.extract("Left") is None
+    True
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class AnswerFormat:
+    """How an env reads actions out of a reply.
+
+    Args:
+        tag: name of the tag holding the answer (``answer`` reads ``<answer>...</answer>``).
+            ``None`` takes the whole reply as the answer.
+        think_tag: name of an optional reasoning tag allowed before the answer, or ``None``.
+        strict: if True, nothing but whitespace may stand around the think and answer tags;
+            if False, the last answer tag anywhere in the reply counts.
+        separator: splits one answer into several actions; ``None`` keeps it whole.
+        max_actions: most actions one reply may carry; extra ones are dropped.
+    """
+
+    tag: str | None = "answer"
+    think_tag: str | None = "think"
+    strict: bool = True
+    separator: str | None = "||"
+    max_actions: int = 1
+    _pattern: re.Pattern[str] | None = field(init=False, repr=False, compare=False, default=None)
+
+    def __post_init__(self) -> None:
+        if self.max_actions < 1:
+            raise ValueError(f"AnswerFormat.max_actions must be >= 1, got {self.max_actions}")
+        if self.tag is None:
+            return
+        answer = rf"<{self.tag}>(.*?)</{self.tag}>"
+        if self.strict:
+            think = rf"(?:<{self.think_tag}>.*?</{self.think_tag}>\s*)?" if self.think_tag else ""
+            pattern = rf"\s*{think}{answer}\s*"
+        else:
+            pattern = answer
+        object.__setattr__(self, "_pattern", re.compile(pattern, re.IGNORECASE | re.DOTALL))
+
+    def answer_text(self, reply: str) -> str | None:
+        """Returns the text inside the answer tag, or ``None`` if the reply has none."""
+        if self._pattern is None:
+            return reply
+        if self.strict:
+            match = self._pattern.fullmatch(reply)
+            return match.group(1) if match else None
+        matches = self._pattern.findall(reply)
+        return matches[-1] if matches else None
+
+    def extract(self, reply: str) -> list[str] | None:
+        """Returns the stripped action strings of a reply, or ``None`` if it has no answer.
+
+        An empty part (``"Up || "``) makes the whole answer unparsable; more than
+        ``max_actions`` parts keeps the first ``max_actions``.
+        """
+        answer = self.answer_text(reply)
+        if answer is None:
+            return None
+        parts = answer.split(self.separator) if self.separator else [answer]
+        actions = [part.strip() for part in parts[: self.max_actions]]
+        if not all(actions):
+            return None
+        return actions
+
+    def wrap(self, actions: str | list[str]) -> str:
+        """Formats actions as a reply this format accepts (used by reference policies)."""
+        if isinstance(actions, str):
+            actions = [actions]
+        sep = f" {self.separator} " if self.separator else ""
+        body = sep.join(actions)
+        return f"<{self.tag}>{body}</{self.tag}>" if self.tag else body
+
+    def describe(self) -> str:
+        """One sentence for an instruction: how to write an answer in this format."""
+        if self.tag is None:
+            return "Reply with the action only."
+        text = f"Reply with your action inside <{self.tag}></{self.tag}>"
+        if self.think_tag:
+            text += f", optionally after brief reasoning inside <{self.think_tag}></{self.think_tag}>"
+        if self.max_actions > 1 and self.separator:
+            text += f"; up to {self.max_actions} actions separated by '{self.separator}'"
+        return text + "."

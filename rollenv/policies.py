@@ -1,0 +1,103 @@
+"""Reference policies: a random policy and each env family's oracle, and a loop to run them.
+
+A policy maps an observation (and the step's info) to a reply string, exactly what an LLM would
+write. Oracles are privileged: they read the env's state (a Sokoban solver plans on the real
+board), so tests can prove an env is solvable and its reward reachable, and the trainer can build
+supervised warm-start data from their episodes.
+
+Example:
+    >>> import rollenv
+    >>> from rollenv.policies import oracle_for, run_episode
+    >>> env = rollenv.make("Sokoban-v0")
+    >>> run_episode(env, oracle_for(env), seed=3).success
+    True
+"""
+
+from __future__ import annotations
+
+import importlib
+import random
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import gymnasium as gym
+
+from rollenv.text_env import TextEnv
+
+
+class Policy(Protocol):
+    """Anything that answers an observation with a reply."""
+
+    def act(self, observation: str, info: dict[str, Any]) -> str: ...
+
+
+def text_env_of(env: gym.Env) -> TextEnv:
+    """The ``TextEnv`` beneath any wrappers, or a clear error if there is none."""
+    inner = env.unwrapped
+    if not isinstance(inner, TextEnv):
+        raise TypeError(f"{type(inner).__name__} is not a rollenv TextEnv")
+    return inner
+
+
+class RandomPolicy:
+    """Replies with uniformly random valid actions, in the env's answer format.
+
+    Args:
+        env: the env (possibly wrapped) whose action words and answer format to use.
+        seed: seeds the choices.
+        actions_per_turn: how many actions per reply (capped by the env's format).
+    """
+
+    def __init__(self, env: gym.Env, seed: int | None = None, actions_per_turn: int = 1):
+        self._env = text_env_of(env)
+        self._rng = random.Random(seed)
+        self._count = max(1, min(actions_per_turn, self._env.answer_format.max_actions))
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        words = self._env.action_words
+        return self._env.answer_format.wrap([self._rng.choice(words) for _ in range(self._count)])
+
+
+def oracle_for(env: gym.Env) -> Policy:
+    """Builds the oracle policy of the env's family (``TextEnv.oracle``), bound to ``env``.
+
+    Raises:
+        NotImplementedError: the env's family ships no oracle.
+    """
+    inner = text_env_of(env)
+    target = type(inner).oracle
+    if target is None:
+        raise NotImplementedError(f"{type(inner).__name__} has no oracle policy")
+    module_name, _, attribute = target.partition(":")
+    oracle_class = getattr(importlib.import_module(module_name), attribute)
+    return oracle_class(env)
+
+
+@dataclass(frozen=True)
+class EpisodeResult:
+    """What one episode of a policy gave."""
+
+    seed: int | None
+    total_reward: float
+    turns: int
+    success: bool
+    valid_actions: int
+    effective_actions: int
+    terminated: bool
+    truncated: bool
+
+
+def run_episode(env: gym.Env, policy: Policy, seed: int | None = None, max_turns: int = 1000) -> EpisodeResult:
+    """Runs one episode of ``policy`` in ``env`` from ``reset(seed=seed)``."""
+    observation, info = env.reset(seed=seed)
+    total, turns, valid, effective = 0.0, 0, 0, 0
+    terminated = truncated = success = False
+    while not (terminated or truncated) and turns < max_turns:
+        observation, reward, terminated, truncated, info = env.step(policy.act(observation, info))
+        metrics = info["metrics"]
+        total += reward
+        turns += 1
+        valid += metrics["action_is_valid"]
+        effective += metrics["action_is_effective"]
+        success = metrics["success"]
+    return EpisodeResult(seed, total, turns, success, valid, effective, terminated, truncated)

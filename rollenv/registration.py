@@ -1,0 +1,266 @@
+"""The registry of text envs: ``register``, ``make``, ``spec``, ``registry``, ``pprint_registry``.
+
+Ids follow Gymnasium's grammar (``[namespace/]Name-vN``). Each rollenv id is mirrored into
+Gymnasium's registry as ``rollenv/<id>``, and ``rollenv.make`` builds envs through
+``gymnasium.make``, so both ways give the same env with the same wrappers (time limit, order
+enforcement, the passive env checker).
+
+Plugins of the ``rollenv.envs`` entry-point group (rollenv's own families among them) are loaded
+once, the first time the registry is used.
+
+Example:
+    >>> import rollenv
+    >>> env = rollenv.make("sokoban")          # short family names resolve to the latest version
+    >>> env.spec.id
+    'rollenv/Sokoban-v0'
+    >>> rollenv.spec("Sokoban-v0").max_episode_steps
+    10
+"""
+
+from __future__ import annotations
+
+import difflib
+import threading
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+from gymnasium.envs.registration import parse_env_id
+
+from rollenv.plugins import PluginFailure, load_plugins
+
+GYMNASIUM_NAMESPACE = "rollenv"
+
+
+class UnknownEnvError(gym.error.UnregisteredEnv):
+    """``make`` or ``spec`` was given an id that no registered env has."""
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """Everything needed to build one registered env.
+
+    Attributes:
+        id: the env id, e.g. ``"Sokoban-v0"``.
+        entry_point: ``"module:Class"`` or a callable returning the env.
+        max_episode_steps: turns before Gymnasium's ``TimeLimit`` truncates; ``None`` for none.
+        kwargs: default keyword arguments of the env (``make`` overrides them).
+        family: the plugin that registered it (``"sokoban"``), or ``None`` if registered directly.
+        description: one line for listings.
+    """
+
+    id: str
+    entry_point: str | Callable[..., gym.Env]
+    max_episode_steps: int | None = None
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    family: str | None = None
+    description: str = ""
+
+    @property
+    def name(self) -> str:
+        return parse_env_id(self.id)[1]
+
+    @property
+    def version(self) -> int | None:
+        return parse_env_id(self.id)[2]
+
+    @property
+    def gymnasium_id(self) -> str:
+        """The id under which Gymnasium knows this env (``rollenv/Sokoban-v0``)."""
+        namespace = parse_env_id(self.id)[0]
+        return self.id if namespace else f"{GYMNASIUM_NAMESPACE}/{self.id}"
+
+
+class EnvRegistry(Mapping[str, EnvSpec]):
+    """A read-only mapping from id to ``EnvSpec`` that loads the plugins on first use."""
+
+    def __init__(self) -> None:
+        self._specs: dict[str, EnvSpec] = {}
+        self._plugins_loaded = False
+        self._loading_plugin: str | None = None
+        self._lock = threading.RLock()
+        self.plugin_failures: list[PluginFailure] = []
+
+    # Mapping interface: every read first makes sure the plugins are in.
+    def __getitem__(self, env_id: str) -> EnvSpec:
+        self.load_plugins()
+        return self._specs[env_id]
+
+    def __iter__(self) -> Iterator[str]:
+        self.load_plugins()
+        return iter(list(self._specs))
+
+    def __len__(self) -> int:
+        self.load_plugins()
+        return len(self._specs)
+
+    def load_plugins(self) -> None:
+        """Runs every ``rollenv.envs`` plugin's registration function, once."""
+        if self._plugins_loaded:
+            return
+        with self._lock:
+            if self._plugins_loaded:
+                return
+            self._plugins_loaded = True
+            self.plugin_failures = load_plugins(self._run_plugin)
+
+    def _run_plugin(self, name: str, register_function: Callable[[], object]) -> None:
+        before = set(self._specs)
+        self._loading_plugin = name
+        try:
+            register_function()
+        except BaseException:
+            # a plugin that fails half-way leaves none of its ids behind
+            for env_id in set(self._specs) - before:
+                self._remove(env_id)
+            raise
+        finally:
+            self._loading_plugin = None
+
+    def add(self, spec: EnvSpec) -> None:
+        if self._loading_plugin is None:
+            self.load_plugins()  # so a later plugin never silently overrides a user's id
+        if self._loading_plugin is not None and spec.family is None:
+            spec = EnvSpec(**{**spec.__dict__, "family": self._loading_plugin})
+        if spec.id in self._specs:
+            warnings.warn(f"Overriding rollenv environment {spec.id!r}", UserWarning, stacklevel=3)
+        self._specs[spec.id] = spec
+        gym.register(
+            id=spec.gymnasium_id,
+            entry_point=spec.entry_point,
+            max_episode_steps=spec.max_episode_steps,
+            kwargs=dict(spec.kwargs),
+        )
+
+    def _remove(self, env_id: str) -> None:
+        spec = self._specs.pop(env_id)
+        gym.registry.pop(spec.gymnasium_id, None)
+
+    def resolve(self, env_id: str) -> EnvSpec:
+        """Finds the spec of an exact id, a case-insensitive id, or a family's short name.
+
+        ``"sokoban"`` resolves to the latest version of the env named ``Sokoban``.
+
+        Raises:
+            UnknownEnvError: nothing matches; the message lists the closest registered ids.
+        """
+        if not isinstance(env_id, str):
+            raise TypeError(f"env id must be a str, got {type(env_id).__name__}")
+        self.load_plugins()
+        if env_id in self._specs:
+            return self._specs[env_id]
+        wanted = env_id.strip().lower()
+        if wanted.startswith(GYMNASIUM_NAMESPACE + "/"):
+            wanted = wanted[len(GYMNASIUM_NAMESPACE) + 1 :]
+        by_lower = {key.lower(): spec for key, spec in self._specs.items()}
+        if wanted in by_lower:
+            return by_lower[wanted]
+        same_name = [s for s in self._specs.values() if s.name.lower() == wanted]
+        if same_name:
+            return max(same_name, key=lambda s: s.version or 0)
+        raise UnknownEnvError(self._unknown_message(env_id))
+
+    def _unknown_message(self, env_id: str) -> str:
+        ids = sorted(self._specs)
+        close = difflib.get_close_matches(env_id, ids, n=5, cutoff=0.5)
+        lowered = {i.lower(): i for i in ids}
+        close += [
+            lowered[m]
+            for m in difflib.get_close_matches(env_id.lower(), list(lowered), n=5, cutoff=0.5)
+            if lowered[m] not in close
+        ]
+        message = f"No rollenv environment with id {env_id!r}."
+        if close:
+            message += " Did you mean: " + ", ".join(repr(c) for c in close[:5]) + "?"
+        else:
+            message += f" Registered ids: {', '.join(ids) or '(none)'}."
+        if self.plugin_failures:
+            names = ", ".join(f.name for f in self.plugin_failures)
+            message += f" (Plugins that failed to load: {names}.)"
+        return message
+
+
+registry = EnvRegistry()
+
+
+def register(
+    id: str,  # noqa: A002 - Gymnasium's name for it
+    entry_point: str | Callable[..., gym.Env],
+    *,
+    max_episode_steps: int | None = None,
+    kwargs: dict[str, Any] | None = None,
+    description: str = "",
+    family: str | None = None,
+) -> None:
+    """Registers an env under ``id`` in rollenv's registry and Gymnasium's (as ``rollenv/<id>``).
+
+    Args:
+        id: ``Name-vN``, optionally ``namespace/Name-vN`` (Gymnasium's grammar).
+        entry_point: ``"module:Class"`` (imported on first ``make``) or a callable.
+        max_episode_steps: turns before Gymnasium's ``TimeLimit`` truncates the episode.
+        kwargs: default keyword arguments passed to the entry point.
+        description: one line shown by ``pprint_registry`` and ``roll-agent envs``.
+        family: the family name; defaults to the name of the plugin being loaded.
+
+    Example:
+        >>> import rollenv
+        >>> rollenv.register("MyGame-v0", "environments.sokoban.env:SokobanEnv",
+        ...                  kwargs={"dim_room": (5, 5)}, max_episode_steps=5)
+        >>> rollenv.make("MyGame-v0").spec.max_episode_steps
+        5
+    """
+    parse_env_id(id)  # raises gymnasium.error.Error on a malformed id
+    if not (isinstance(entry_point, str) or callable(entry_point)):
+        raise TypeError(f"entry_point must be 'module:Class' or a callable, got {entry_point!r}")
+    registry.add(
+        EnvSpec(
+            id=id,
+            entry_point=entry_point,
+            max_episode_steps=max_episode_steps,
+            kwargs=dict(kwargs or {}),
+            family=family,
+            description=description,
+        )
+    )
+
+
+def spec(env_id: str) -> EnvSpec:
+    """Returns the ``EnvSpec`` of ``env_id`` (exact id, any case, or family short name)."""
+    return registry.resolve(env_id)
+
+
+def make(env_id: str, **kwargs: Any) -> gym.Env:
+    """Builds a registered env, with Gymnasium's standard wrappers.
+
+    Args:
+        env_id: an id (``"Sokoban-v0"``), the same in any case, or a family's short name
+            (``"sokoban"``).
+        **kwargs: override the spec's keyword arguments; ``max_episode_steps`` and
+            ``disable_env_checker`` are Gymnasium's.
+
+    Raises:
+        UnknownEnvError: the id is not registered; the message lists the closest ids.
+    """
+    return gym.make(registry.resolve(env_id).gymnasium_id, **kwargs)
+
+
+def pprint_registry(*, num_cols: int = 3, disable_print: bool = False) -> str | None:
+    """Prints the registered ids grouped by family (returns the text if ``disable_print``)."""
+    by_family: dict[str, list[str]] = {}
+    for env_spec in registry.values():
+        by_family.setdefault(env_spec.family or "(registered directly)", []).append(env_spec.id)
+    lines = []
+    for family in sorted(by_family):
+        ids = sorted(by_family[family])
+        width = max(len(i) for i in ids) + 2
+        lines.append(f"===== {family} =====")
+        for row in range(0, len(ids), num_cols):
+            lines.append("".join(i.ljust(width) for i in ids[row : row + num_cols]).rstrip())
+        lines.append("")
+    text = "\n".join(lines).rstrip() + "\n"
+    if disable_print:
+        return text
+    print(text, end="")
+    return None
