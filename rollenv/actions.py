@@ -29,7 +29,8 @@ class AnswerFormat:
         strict: if True, nothing but whitespace may stand around the think and answer tags;
             if False, the last answer tag anywhere in the reply counts.
         separator: splits one answer into several actions; ``None`` keeps it whole.
-        max_actions: most actions one reply may carry; extra ones are dropped.
+        max_actions: most actions one reply may carry; the env executes the first
+            ``max_actions`` of a reply whose parts are all valid actions and drops the rest.
     """
 
     tag: str | None = "answer"
@@ -63,16 +64,16 @@ class AnswerFormat:
         return matches[-1] if matches else None
 
     def extract(self, reply: str) -> list[str] | None:
-        """Returns the stripped action strings of a reply, or ``None`` if it has no answer.
+        """Returns every stripped action string of a reply, or ``None`` if it has no answer.
 
-        An empty part (``"Up || "``) makes the whole answer unparsable; more than
-        ``max_actions`` parts keeps the first ``max_actions``.
+        An empty part (``"Up || "``) makes the whole answer unparsable. The list is not cut
+        to ``max_actions``: the env checks every part, then executes the first ones.
         """
         answer = self.answer_text(reply)
         if answer is None:
             return None
         parts = answer.split(self.separator) if self.separator else [answer]
-        actions = [part.strip() for part in parts[: self.max_actions]]
+        actions = [part.strip() for part in parts]
         if not all(actions):
             return None
         return actions

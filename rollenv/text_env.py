@@ -187,4 +187,4 @@ class TextEnv(gym.Env[str, str]):
         actions = [self._parse_action(text) for text in texts]
         if any(parsed is None for parsed in actions):
             return None
-        return actions
+        return actions[: self.answer_format.max_actions]
