@@ -45,9 +45,11 @@ class AnswerFormat:
             raise ValueError(f"AnswerFormat.max_actions must be >= 1, got {self.max_actions}")
         if self.tag is None:
             return
-        answer = rf"<{self.tag}>(.*?)</{self.tag}>"
+        # a tag's content may not contain its own closing tag ("tempered" dot)
+        answer = rf"<{self.tag}>((?:(?!</{self.tag}>).)*)</{self.tag}>"
         if self.strict:
-            think = rf"(?:<{self.think_tag}>.*?</{self.think_tag}>\s*)?" if self.think_tag else ""
+            think_body = rf"(?:(?!</{self.think_tag}>).)*"
+            think = rf"(?:<{self.think_tag}>{think_body}</{self.think_tag}>\s*)?" if self.think_tag else ""
             pattern = rf"\s*{think}{answer}\s*"
         else:
             pattern = answer

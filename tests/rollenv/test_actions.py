@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+import pytest
+
+from rollenv.actions import AnswerFormat
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ("<answer>Up</answer>", ["Up"]),
+        ("  <ANSWER> left </Answer>\n", ["left"]),
+        ("<think>the box is\nbelow</think>\n<answer>Down</answer>", ["Down"]),
+        ("<answer>Up || Left||Down</answer>", ["Up", "Left", "Down"]),
+        ("Up", None),
+        ("<answer>Up</answer> and more", None),
+        ("text before <answer>Up</answer>", None),
+        ("<answer></answer>", None),
+        ("<answer>Up || </answer>", None),
+        ("<think>a</think><think>b</think><answer>Up</answer>", None),
+        ("<answer>Up", None),
+        ("<answer>Up</answer><answer>Left</answer>", None),
+    ],
+)
+def test_strict_extract(reply, expected):
+    assert AnswerFormat(max_actions=3).extract(reply) == expected
+
+
+def test_lenient_format_takes_the_last_answer_anywhere():
+    fmt = AnswerFormat(strict=False)
+    assert fmt.extract("I think <answer>Up</answer> no wait <answer>Left</answer>!") == ["Left"]
+
+
+def test_custom_tags_and_no_separator():
+    fmt = AnswerFormat(tag="action", think_tag=None, separator=None)
+    assert fmt.extract("<action>click[Buy || Now]</action>") == ["click[Buy || Now]"]
+    assert fmt.extract("<think>x</think><action>a</action>") is None
+
+
+def test_no_tag_takes_the_whole_reply():
+    assert AnswerFormat(tag=None, separator=None).extract("def f(): pass") == ["def f(): pass"]
+
+
+def test_wrap_round_trips():
+    fmt = AnswerFormat(max_actions=2)
+    assert fmt.extract(fmt.wrap(["Up", "Left"])) == ["Up", "Left"]
+    assert fmt.wrap("Up") == "<answer>Up</answer>"
+
+
+def test_describe_mentions_tags_and_limit():
+    text = AnswerFormat(max_actions=3).describe()
+    assert "<answer></answer>" in text and "up to 3" in text and "||" in text
+
+
+def test_bad_max_actions_is_rejected():
+    with pytest.raises(ValueError, match="max_actions"):
+        AnswerFormat(max_actions=0)

@@ -1,0 +1,87 @@
+"""A real third-party distribution, found by importlib.metadata on sys.path, adds an env."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+
+def _write_distribution(root: Path, name: str, module: str, entry_points: str, code: str) -> None:
+    (root / f"{module}.py").write_text(textwrap.dedent(code))
+    info = root / f"{name}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(textwrap.dedent(entry_points))
+    (info / "RECORD").write_text("")
+
+
+def test_plugin_registers_an_env_and_a_broken_plugin_only_warns(tmp_path):
+    _write_distribution(
+        tmp_path,
+        "mygame",
+        "mygame_envs",
+        """
+        [rollenv.envs]
+        mygame = mygame_envs:register
+        """,
+        """
+        import rollenv
+
+        def register():
+            rollenv.register(
+                "MyGame-v0",
+                "environments.sokoban.env:SokobanEnv",
+                kwargs={"dim_room": (5, 7)},
+                max_episode_steps=5,
+                description="a third-party game",
+            )
+        """,
+    )
+    _write_distribution(
+        tmp_path,
+        "brokengame",
+        "brokengame_envs",
+        """
+        [rollenv.envs]
+        brokengame = brokengame_envs:register
+        """,
+        """
+        import rollenv
+
+        def register():
+            rollenv.register("HalfDone-v0", "environments.sokoban.env:SokobanEnv")
+            raise RuntimeError("this plugin is broken")
+        """,
+    )
+    script = textwrap.dedent(
+        """
+        import warnings
+        import rollenv
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            env = rollenv.make("MyGame-v0")
+        obs, info = env.reset(seed=0)
+        lines = obs.splitlines()
+        assert len(lines) == 5 and len(lines[0]) == 7, obs
+        assert rollenv.spec("MyGame-v0").family == "mygame"
+        assert "Sokoban-v0" in rollenv.registry, "built-in families still load"
+        assert "HalfDone-v0" not in rollenv.registry, "a failed plugin leaves nothing behind"
+        messages = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+        assert len(messages) == 1, messages
+        assert "'brokengame'" in messages[0] and "this plugin is broken" in messages[0]
+        assert "brokengame" in [f.name for f in rollenv.registry.plugin_failures]
+        print("OK")
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "OK"

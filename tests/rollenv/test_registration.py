@@ -1,0 +1,75 @@
+from __future__ import annotations
+
+import gymnasium
+import pytest
+
+import rollenv
+from rollenv.registration import UnknownEnvError
+
+
+def test_short_family_names_resolve_case_insensitively():
+    assert rollenv.make("sokoban").spec.id == "rollenv/Sokoban-v0"
+    assert rollenv.make("SOKOBAN-V0").spec.id == "rollenv/Sokoban-v0"
+    assert rollenv.make("frozenlake").spec.id == "rollenv/FrozenLake-v0"
+    assert rollenv.spec("rollenv/LargerSokoban-v0").id == "LargerSokoban-v0"
+
+
+def test_unknown_id_lists_close_matches():
+    with pytest.raises(UnknownEnvError) as excinfo:
+        rollenv.make("Sokobn-v0")
+    message = str(excinfo.value)
+    assert "'Sokobn-v0'" in message and "Did you mean" in message and "'Sokoban-v0'" in message
+    assert isinstance(excinfo.value, gymnasium.error.UnregisteredEnv)
+
+
+def test_unknown_id_with_nothing_close_lists_the_registry():
+    with pytest.raises(UnknownEnvError, match="Registered ids: .*Sokoban-v0"):
+        rollenv.spec("qqqqqqqqqqqqqqqq")
+
+
+def test_make_passes_kwargs_and_gymnasium_options():
+    env = rollenv.make("Sokoban-v0", dim_room=(7, 7), max_episode_steps=3)
+    obs, _ = env.reset(seed=0)
+    assert len(obs.splitlines()) == 7
+    truncated = False
+    for _ in range(3):
+        *_, truncated, _ = env.step("nonsense")
+    assert truncated, "the TimeLimit of max_episode_steps=3 truncates after 3 turns"
+
+
+def test_register_mirrors_into_gymnasium_and_warns_on_override():
+    rollenv.register(
+        "TinySokoban-v0",
+        "environments.sokoban.env:SokobanEnv",
+        kwargs={"dim_room": (5, 5)},
+        max_episode_steps=4,
+        description="a test env",
+    )
+    try:
+        spec = rollenv.spec("TinySokoban-v0")
+        assert spec.family is None and spec.description == "a test env"
+        env = gymnasium.make("rollenv/TinySokoban-v0")
+        assert env.spec.max_episode_steps == 4
+        assert len(env.reset(seed=0)[0].splitlines()) == 5
+        with pytest.warns(UserWarning, match="Overriding rollenv environment 'TinySokoban-v0'"):
+            rollenv.register("TinySokoban-v0", "environments.sokoban.env:SokobanEnv")
+    finally:
+        rollenv.registry._remove("TinySokoban-v0")
+    assert "TinySokoban-v0" not in rollenv.registry
+    assert "rollenv/TinySokoban-v0" not in gymnasium.registry
+
+
+def test_malformed_id_is_rejected():
+    with pytest.raises(gymnasium.error.Error):
+        rollenv.register("not a valid id!", "environments.sokoban.env:SokobanEnv")
+
+
+def test_built_in_families_come_from_the_entry_point_group():
+    assert rollenv.spec("Sokoban-v0").family == "sokoban"
+    assert rollenv.spec("FrozenLake-v0").family == "frozenlake"
+
+
+def test_pprint_registry_groups_by_family():
+    text = rollenv.pprint_registry(disable_print=True)
+    assert "===== sokoban =====" in text and "===== frozenlake =====" in text
+    assert "LargerSokoban-v0" in text and "FrozenLake8x8-v0" in text

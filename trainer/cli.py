@@ -1,0 +1,611 @@
+"""``roll-agent``: one command for rollenv's environments and, later, its trainer.
+
+Subcommands:
+
+* ``roll-agent envs [--family NAME]``: list the registered environments.
+* ``roll-agent play ENV [--seed N] [--max-turns N]``: play an environment in the terminal.
+* ``roll-agent check ENV [--episodes N] [--seed S]``: run Gymnasium's env checker on an
+  environment, then random and oracle episodes, and report their success rates.
+* ``roll-agent train`` / ``roll-agent sft``: reinforcement learning and supervised warm start
+  (not built yet).
+
+Every subcommand imports what it needs inside its handler, so ``roll-agent envs`` never imports
+torch or Ray. Mistakes a user can make (an unknown env id, a bad option value, a missing extra)
+print one line on stderr and exit with status 2.
+
+Example:
+    $ roll-agent envs --family sokoban
+    $ roll-agent play Sokoban-v0 --seed 3
+    $ roll-agent check Sokoban-v0 --episodes 100
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import importlib.metadata
+import os
+import random
+import statistics
+import sys
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    import gymnasium as gym
+
+    from rollenv import EnvSpec
+    from rollenv.policies import EpisodeResult, Policy
+
+PROG = "roll-agent"
+USAGE_ERROR = 2
+INTERRUPTED = 130
+ORACLE_SUCCESS_THRESHOLD = 0.9
+QUIT_WORDS = frozenset({"q", "quit", "exit"})
+
+#: How to install each optional extra. torch is pinned first: an unpinned torch from PyPI drags
+#: in several GB of CUDA packages.
+INSTALL_COMMANDS = {
+    "train": "pip install torch==2.13.0 && pip install 'rollenv[train]'",
+}
+
+
+class UsageError(Exception):
+    """A mistake the user made on the command line; ``main`` prints it as one line."""
+
+
+class MissingExtraError(UsageError):
+    """An optional dependency of rollenv is not installed; the message names the pip command."""
+
+
+def require_extra(module: str, extra: str) -> ModuleType:
+    """Imports ``module``, which comes with rollenv's optional ``extra``.
+
+    Args:
+        module: the module to import, e.g. ``"torch"``.
+        extra: the rollenv extra that installs it, e.g. ``"train"``.
+
+    Returns:
+        The imported module.
+
+    Raises:
+        MissingExtraError: the module cannot be imported; the message says what to install.
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        missing = isinstance(error, ModuleNotFoundError) and error.name == module.split(".")[0]
+        problem = "is not installed" if missing else f"cannot be imported ({error})"
+        command = INSTALL_COMMANDS.get(extra, f"pip install 'rollenv[{extra}]'")
+        raise MissingExtraError(
+            f"{module} {problem}; it comes with rollenv's [{extra}] extra: {command}"
+        ) from None
+
+
+# ---------------------------------------------------------------------------------- the parser
+class _ArgumentParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line, pointing at ``--help``."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USAGE_ERROR, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def _positive_int(text: str) -> int:
+    value = _integer(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = _integer(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def _integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+
+
+def _rollenv_version() -> str:
+    try:
+        return importlib.metadata.version("rollenv")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Builds the ``roll-agent`` argument parser with all its subcommands."""
+    parser = _ArgumentParser(
+        prog=PROG,
+        description="Text environments for LLM agents: list them, play them, check them, "
+        "and (soon) train models in them.",
+        epilog=f"Run '{PROG} COMMAND --help' for the options of one command.",
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"{PROG} (rollenv {_rollenv_version()})"
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_envs_command(commands)
+    _add_play_command(commands)
+    _add_check_command(commands)
+    _add_not_built_command(commands, "train", "Train a model in an environment with RL.")
+    _add_not_built_command(commands, "sft", "Fine-tune a model on oracle episodes (warm start).")
+    return parser
+
+
+def _add_envs_command(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "envs",
+        help="List the registered environments.",
+        description="List the registered environments: id, family, turn limit and description. "
+        "Third-party packages add environments through the 'rollenv.envs' entry-point group.",
+    )
+    parser.add_argument(
+        "--family", metavar="NAME", help="only the environments of this family (e.g. sokoban)"
+    )
+    parser.set_defaults(handler=run_envs)
+
+
+def _add_play_command(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "play",
+        help="Play an environment yourself, in the terminal.",
+        description="Play an environment in the terminal. Type an action word (e.g. 'up') or a "
+        "full reply as an agent would write it (e.g. '<answer>Up</answer>'); "
+        "'q' or end of input quits. Reads its moves from stdin, so it can be scripted.",
+        epilog=f"Run '{PROG} envs' for the environment ids.",
+    )
+    parser.add_argument("env", metavar="ENV", help="environment id (e.g. Sokoban-v0) or family")
+    parser.add_argument(
+        "--seed",
+        type=_non_negative_int,
+        metavar="N",
+        help="seed of the episode (same seed, same puzzle); random if not given",
+    )
+    parser.add_argument(
+        "--max-turns",
+        type=_positive_int,
+        metavar="N",
+        help="end the episode after N turns (default: the environment's own limit)",
+    )
+    parser.set_defaults(handler=run_play)
+
+
+def _add_check_command(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "check",
+        help="Check an environment: Gymnasium's env checker, random and oracle episodes.",
+        description="Check an environment: run gymnasium's check_env on it, then episodes of a "
+        "random policy and of the family's oracle, and report success rate, valid-action rate, "
+        "mean return and mean turns. Exits 0 if check_env passes and the oracle (where the "
+        f"family has one) solves at least {ORACLE_SUCCESS_THRESHOLD:.0%} of its episodes, "
+        "else 1.",
+        epilog=f"Run '{PROG} envs' for the environment ids.",
+    )
+    parser.add_argument("env", metavar="ENV", help="environment id (e.g. Sokoban-v0) or family")
+    parser.add_argument(
+        "--episodes",
+        type=_positive_int,
+        default=50,
+        metavar="N",
+        help="episodes per policy (default: 50)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=_non_negative_int,
+        default=0,
+        metavar="S",
+        help="episode i is reset with seed S+i (default: 0)",
+    )
+    parser.set_defaults(handler=run_check)
+
+
+def _add_not_built_command(commands: argparse._SubParsersAction, name: str, summary: str) -> None:
+    parser = commands.add_parser(
+        name,
+        help=f"{summary} (not built yet)",
+        description=f"{summary} Not built yet: it lands with the trainer (the trainer/ issue). "
+        f"Needs the [train] extra: {INSTALL_COMMANDS['train']}",
+    )
+    parser.set_defaults(handler=run_not_built, accepts_any_options=True)
+
+
+# ---------------------------------------------------------------------------------- main
+def main(argv: list[str] | None = None) -> int:
+    """Runs ``roll-agent`` with ``argv`` (default: ``sys.argv[1:]``).
+
+    Args:
+        argv: the command-line arguments, without the program name.
+
+    Returns:
+        The exit status: 0 on success, 1 when ``check`` finds a problem, 2 on a usage error,
+        130 when interrupted.
+    """
+    parser = build_parser()
+    try:
+        args, unknown = parser.parse_known_args(argv)
+        if unknown and not getattr(args, "accepts_any_options", False):
+            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    except SystemExit as exit_request:  # --help, --version and argument errors
+        return _exit_status(exit_request.code)
+    if args.command is None:
+        parser.print_help()
+        return USAGE_ERROR
+    try:
+        with _warnings_as_one_line():
+            return args.handler(args)
+    except UsageError as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return USAGE_ERROR
+    except KeyboardInterrupt:
+        print(f"\n{PROG}: interrupted", file=sys.stderr)
+        return INTERRUPTED
+    except BrokenPipeError:
+        # the reader went away (`roll-agent envs | head`): stop quietly, as Python's docs advise
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+def _exit_status(code: int | str | None) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
+@contextlib.contextmanager
+def _warnings_as_one_line() -> Iterator[None]:
+    """Shows warnings (e.g. a plugin that failed to load) as ``warning: ...``, without source."""
+
+    def show(message: Warning | str, *_: Any, **__: Any) -> None:
+        print(f"warning: {message}", file=sys.stderr)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
+
+
+def _env_spec(env_id: str) -> EnvSpec:
+    """The spec of ``env_id``, or a ``UsageError`` naming the closest registered ids."""
+    import rollenv
+
+    try:
+        return rollenv.spec(env_id)
+    except rollenv.UnknownEnvError as error:
+        raise UsageError(str(error)) from None
+
+
+# ---------------------------------------------------------------------------------- envs
+def run_envs(args: argparse.Namespace) -> int:
+    """``roll-agent envs``: prints the registry as a table."""
+    import rollenv
+
+    specs = list(rollenv.registry.values())
+    if args.family is not None:
+        specs = _specs_of_family(specs, args.family)
+    rows = [
+        [
+            spec.id,
+            spec.family or "-",
+            "-" if spec.max_episode_steps is None else str(spec.max_episode_steps),
+            spec.description,
+        ]
+        for spec in specs
+    ]
+    print_table(
+        ["id", "family", "max turns", "description"],
+        rows,
+        title="rollenv environments",
+        no_wrap_columns=1,
+    )
+    return 0
+
+
+def _specs_of_family(specs: list[EnvSpec], family: str) -> list[EnvSpec]:
+    chosen = [spec for spec in specs if (spec.family or "").lower() == family.lower()]
+    if not chosen:
+        families = sorted({spec.family for spec in specs if spec.family})
+        raise UsageError(
+            f"no environment family {family!r}; families: {', '.join(families) or '(none)'}"
+        )
+    return chosen
+
+
+# ---------------------------------------------------------------------------------- play
+@dataclass
+class _PlayTally:
+    """What a person's episode has given so far."""
+
+    turns: int = 0
+    total_reward: float = 0.0
+    invalid_actions: int = 0
+
+    def summary(self) -> str:
+        return (
+            f"Total reward {self.total_reward:.2f} in {self.turns} turns; "
+            f"invalid actions: {self.invalid_actions} of {self.turns}."
+        )
+
+
+def run_play(args: argparse.Namespace) -> int:
+    """``roll-agent play``: a person plays one episode, reading moves from stdin."""
+    import rollenv
+    from rollenv.policies import text_env_of
+
+    spec = _env_spec(args.env)
+    make_options = {} if args.max_turns is None else {"max_episode_steps": args.max_turns}
+    env = rollenv.make(spec.id, **make_options)
+    text_env = text_env_of(env)
+    seed = random.randrange(1 << 31) if args.seed is None else args.seed
+    observation, info = env.reset(seed=seed)
+
+    print(f"{spec.id}, seed {seed} (replay this episode with --seed {seed})\n")
+    print(info["instruction"])
+    actions = ", ".join(text_env.action_words)
+    print(f"\nType an action ({actions}) or a full reply; q quits.\n")
+    print(observation)
+
+    tally = _PlayTally()
+    while True:
+        typed = _read_move()
+        if typed is None or typed.lower() in QUIT_WORDS:
+            print(f"\nQuit. {tally.summary()}")
+            return 0
+        if not typed:
+            continue
+        reply = typed if "<" in typed else text_env.answer_format.wrap(typed)
+        observation, reward, terminated, truncated, info = env.step(reply)
+        metrics = info["metrics"]
+        tally.turns += 1
+        tally.total_reward += reward
+        tally.invalid_actions += not metrics["action_is_valid"]
+        print(_step_line(reward, metrics, reply, actions))
+        print(observation)
+        if terminated or truncated:
+            print(f"\n{_episode_end_line(metrics['success'], terminated)} {tally.summary()}")
+            return 0
+
+
+def _read_move() -> str | None:
+    """The next line the person typed, stripped, or ``None`` at end of input."""
+    prompt = "your move> " if sys.stdin.isatty() else ""
+    try:
+        return input(prompt).strip()
+    except EOFError:
+        return None
+
+
+def _step_line(reward: float, metrics: dict[str, Any], reply: str, actions: str) -> str:
+    valid = metrics["action_is_valid"]
+    line = (
+        f"reward {reward:+.2f} | valid: {'yes' if valid else 'no'} | "
+        f"success: {'yes' if metrics['success'] else 'no'}"
+    )
+    if not valid:
+        line += f"  (invalid action: no action in {reply!r}; actions are {actions})"
+    return line
+
+
+def _episode_end_line(success: bool, terminated: bool) -> str:
+    if success:
+        return "Solved!"
+    if terminated:
+        return "Episode over: failed."
+    return "Episode over: out of turns, not solved."
+
+
+# ---------------------------------------------------------------------------------- check
+@dataclass(frozen=True)
+class PolicyReport:
+    """How one policy did over a run of episodes."""
+
+    policy: str
+    episodes: int
+    success_rate: float
+    valid_action_rate: float
+    mean_return: float
+    mean_turns: float
+
+    @classmethod
+    def of(cls, policy: str, results: Sequence[EpisodeResult]) -> PolicyReport:
+        turns = sum(result.turns for result in results)
+        valid = sum(result.valid_actions for result in results)
+        return cls(
+            policy=policy,
+            episodes=len(results),
+            success_rate=statistics.fmean(result.success for result in results),
+            valid_action_rate=valid / turns if turns else 0.0,
+            mean_return=statistics.fmean(result.total_reward for result in results),
+            mean_turns=statistics.fmean(result.turns for result in results),
+        )
+
+    def row(self) -> list[str]:
+        return [
+            self.policy,
+            str(self.episodes),
+            f"{self.success_rate:.1%}",
+            f"{self.valid_action_rate:.1%}",
+            f"{self.mean_return:.2f}",
+            f"{self.mean_turns:.1f}",
+        ]
+
+
+def run_check(args: argparse.Namespace) -> int:
+    """``roll-agent check``: ``check_env``, then random and oracle episodes; 0 if all is well."""
+    import rollenv
+    from rollenv.policies import RandomPolicy, oracle_for
+
+    spec = _env_spec(args.env)
+    env = rollenv.make(spec.id)
+    print(f"Checking {spec.id}: {args.episodes} episodes per policy, seeds from {args.seed}.")
+
+    check_error = _check_env_error(env)
+    print("check_env: passed" if check_error is None else f"check_env: FAILED: {check_error}")
+
+    policies: dict[str, Callable[[int], Policy]] = {
+        "random": lambda seed: RandomPolicy(env, seed=seed)
+    }
+    try:
+        oracle_for(env)
+        policies["oracle"] = lambda seed: oracle_for(env)
+    except NotImplementedError as error:
+        print(f"oracle: no oracle ({error})")
+
+    reports = _run_policies(env, policies, args.episodes, args.seed)
+    print_table(
+        ["policy", "episodes", "success rate", "valid-action rate", "mean return", "mean turns"],
+        [report.row() for report in reports],
+        title=spec.id,
+    )
+    oracle = next((report for report in reports if report.policy == "oracle"), None)
+    passed = check_error is None and (
+        oracle is None or oracle.success_rate >= ORACLE_SUCCESS_THRESHOLD
+    )
+    print(_check_verdict(passed, check_error, oracle))
+    return 0 if passed else 1
+
+
+def _check_env_error(env: gym.Env) -> str | None:
+    """Runs Gymnasium's ``check_env`` on the unwrapped env; returns its error, or ``None``."""
+    from gymnasium.utils.env_checker import check_env
+
+    try:
+        check_env(env.unwrapped)
+    except Exception as error:  # noqa: BLE001 - any failure of the env is the report
+        return f"{type(error).__name__}: {error}"
+    return None
+
+
+def _run_policies(
+    env: gym.Env,
+    policies: dict[str, Callable[[int], Policy]],
+    episodes: int,
+    first_seed: int,
+) -> list[PolicyReport]:
+    """Runs ``episodes`` episodes of each policy (episode i: seed ``first_seed + i``)."""
+    from rollenv.policies import run_episode
+
+    reports = []
+    with episode_progress(total=episodes * len(policies)) as advance:
+        for name, make_policy in policies.items():
+            results = []
+            for seed in range(first_seed, first_seed + episodes):
+                results.append(run_episode(env, make_policy(seed), seed=seed))
+                advance(name)
+            reports.append(PolicyReport.of(name, results))
+    return reports
+
+
+def _check_verdict(passed: bool, check_error: str | None, oracle: PolicyReport | None) -> str:
+    reasons = []
+    if check_error is not None:
+        reasons.append("check_env failed")
+    if oracle is None:
+        reasons.append("no oracle to prove the env solvable")
+    else:
+        solved = f"the oracle solved {oracle.success_rate:.1%} of {oracle.episodes} episodes"
+        reasons.append(f"{solved} (needs >= {ORACLE_SUCCESS_THRESHOLD:.0%})")
+    return ("PASS: " if passed else "FAIL: ") + "; ".join(reasons) + "."
+
+
+# ---------------------------------------------------------------------------------- train, sft
+def run_not_built(args: argparse.Namespace) -> int:
+    """``roll-agent train`` / ``sft``: placeholders until the trainer lands."""
+    require_extra("torch", "train")
+    print(
+        f"{PROG} {args.command} is not built yet: training lands with the trainer "
+        "(see the trainer/ issue).",
+        file=sys.stderr,
+    )
+    return USAGE_ERROR
+
+
+# ---------------------------------------------------------------------------------- output
+def print_table(
+    columns: list[str], rows: list[list[str]], *, title: str, no_wrap_columns: int = 0
+) -> None:
+    """Prints a table with ``rich`` when it is installed, else as plain aligned text.
+
+    Args:
+        columns: the column headers.
+        rows: the cells, one list of strings per row.
+        title: shown above the table.
+        no_wrap_columns: how many leading columns are never wrapped or cut (e.g. ids).
+    """
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:
+        print(_plain_table(columns, rows, title=title))
+        return
+    table = Table(title=title)
+    for index, column in enumerate(columns):
+        if index < no_wrap_columns:
+            width = max(len(cell) for cell in [column, *(row[index] for row in rows)])
+            table.add_column(column, no_wrap=True, min_width=width)
+        else:
+            table.add_column(column)
+    for row in rows:
+        table.add_row(*row)
+    Console().print(table)
+
+
+def _plain_table(columns: list[str], rows: list[list[str]], *, title: str) -> str:
+    widths = [
+        max(len(cell) for cell in [column, *(row[i] for row in rows)])
+        for i, column in enumerate(columns)
+    ]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True))
+
+    body = [line(columns), line(["-" * width for width in widths]), *map(line, rows)]
+    return "\n".join([title, *(text.rstrip() for text in body)])
+
+
+@contextlib.contextmanager
+def episode_progress(total: int) -> Iterator[Callable[[str], None]]:
+    """Shows progress over ``total`` episodes on stderr, when stderr is a terminal.
+
+    Yields:
+        ``advance(policy_name)``, to call after each episode.
+    """
+    if not sys.stderr.isatty():
+        yield lambda policy: None
+        return
+    try:
+        from rich.console import Console
+        from rich.progress import Progress
+    except ImportError:
+        yield from _plain_progress(total)
+        return
+    with Progress(transient=True, console=Console(stderr=True)) as progress:
+        task = progress.add_task("episodes", total=total)
+        yield lambda policy: progress.update(task, advance=1, description=f"{policy} episodes")
+
+
+def _plain_progress(total: int) -> Iterator[Callable[[str], None]]:
+    done = 0
+
+    def advance(policy: str) -> None:
+        nonlocal done
+        done += 1
+        print(f"\r{policy} episodes: {done}/{total}", end="", file=sys.stderr, flush=True)
+
+    yield advance
+    print(file=sys.stderr)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
