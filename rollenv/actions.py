@@ -49,7 +49,11 @@ class AnswerFormat:
         answer = rf"<{self.tag}>((?:(?!</{self.tag}>).)*)</{self.tag}>"
         if self.strict:
             think_body = rf"(?:(?!</{self.think_tag}>).)*"
-            think = rf"(?:<{self.think_tag}>{think_body}</{self.think_tag}>\s*)?" if self.think_tag else ""
+            think = (
+                rf"(?:<{self.think_tag}>{think_body}</{self.think_tag}>\s*)?"
+                if self.think_tag
+                else ""
+            )
             pattern = rf"\s*{think}{answer}\s*"
         else:
             pattern = answer
@@ -94,7 +98,9 @@ class AnswerFormat:
             return "Reply with the action only."
         text = f"Reply with your action inside <{self.tag}></{self.tag}>"
         if self.think_tag:
-            text += f", optionally after brief reasoning inside <{self.think_tag}></{self.think_tag}>"
+            text += (
+                f", optionally after brief reasoning inside <{self.think_tag}></{self.think_tag}>"
+            )
         if self.max_actions > 1 and self.separator:
             text += f"; up to {self.max_actions} actions separated by '{self.separator}'"
         return text + "."

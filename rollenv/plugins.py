@@ -54,8 +54,9 @@ def load_plugins(
         try:
             register_function = entry_point.load()
             if not callable(register_function):
-                raise TypeError(f"{entry_point.value} is a {type(register_function).__name__}, "
-                                "not a function")
+                raise TypeError(
+                    f"{entry_point.value} is a {type(register_function).__name__}, not a function"
+                )
             run(entry_point.name, register_function)
         except Exception as error:  # noqa: BLE001 - a plugin may fail in any way
             failure = PluginFailure(
@@ -65,7 +66,9 @@ def load_plugins(
                 error=f"{type(error).__name__}: {error}",
             )
             failures.append(failure)
-            source = f" (from distribution {failure.distribution!r})" if failure.distribution else ""
+            source = (
+                f" (from distribution {failure.distribution!r})" if failure.distribution else ""
+            )
             warnings.warn(
                 f"rollenv plugin {failure.name!r} = {failure.target!r}{source} failed to load "
                 f"and its envs are not registered: {failure.error}",

@@ -81,13 +81,15 @@ class EpisodeResult:
     total_reward: float
     turns: int
     success: bool
-    valid_actions: int
-    effective_actions: int
+    valid_turns: int
+    effective_turns: int
     terminated: bool
     truncated: bool
 
 
-def run_episode(env: gym.Env, policy: Policy, seed: int | None = None, max_turns: int = 1000) -> EpisodeResult:
+def run_episode(
+    env: gym.Env, policy: Policy, seed: int | None = None, max_turns: int = 1000
+) -> EpisodeResult:
     """Runs one episode of ``policy`` in ``env`` from ``reset(seed=seed)``."""
     observation, info = env.reset(seed=seed)
     total, turns, valid, effective = 0.0, 0, 0, 0

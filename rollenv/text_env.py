@@ -60,6 +60,9 @@ class TextEnv(gym.Env[str, str]):
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+    #: False where the same actions from the same start can end differently (slippery ice):
+    #: an oracle then maximises the chance of success instead of guaranteeing it.
+    deterministic: bool = True
     #: ``"module:Class"`` of the family's oracle policy (see ``rollenv.policies.oracle_for``).
     oracle: ClassVar[str | None] = None
 

@@ -2,7 +2,7 @@
 
 Ids:
     ``FrozenLake-v0``: 4x4, not slippery.
-    ``FrozenLakeSlippery-v0``: 4x4, slippery (Gymnasium's dynamics).
+    ``FrozenLakeSlippery-v0``: 4x4, slippery (Gymnasium's dynamics), 20 moves.
     ``FrozenLake8x8-v0``: 8x8, not slippery.
 """
 
@@ -14,7 +14,12 @@ ENTRY_POINT = "environments.frozenlake.env:FrozenLakeEnv"
 
 VARIANTS: dict[str, tuple[str, int, dict]] = {
     "FrozenLake-v0": ("4x4 lake, not slippery", 10, {"size": 4}),
-    "FrozenLakeSlippery-v0": ("4x4 lake, slippery", 10, {"size": 4, "is_slippery": True}),
+    # slipping makes 10 moves too few: the best policy reaches the goal 11% of the time, 42% in 20
+    "FrozenLakeSlippery-v0": (
+        "4x4 lake, slippery, 20 moves",
+        20,
+        {"size": 4, "is_slippery": True, "max_actions": 20},
+    ),
     "FrozenLake8x8-v0": ("8x8 lake, not slippery", 30, {"size": 8, "max_actions": 30}),
 }
 

@@ -10,10 +10,10 @@ Example:
     >>> env = FrozenLakeEnv(size=4)
     >>> obs, info = env.reset(seed=0)
     >>> print(obs)
-    P_O_
-    ___O
-    ___O
-    ___G
+    P___
+    ____
+    ____
+    __OG
 """
 
 from __future__ import annotations
@@ -49,6 +49,9 @@ class FrozenLakeEnv(TextEnv):
         format_penalty: reward of a reply with no valid action.
         answer_format: overrides how actions are read from a reply.
         render_mode: ``"ansi"`` or ``None``.
+
+    ``reset(options={"desc": ["SFFF", "FHFH", "FFFH", "HFFG"]})`` plays a given map, written in
+    Gymnasium's letters (S start, F frozen, H hole, G goal).
     """
 
     oracle = "environments.frozenlake.oracle:FrozenLakeOracle"
@@ -81,16 +84,17 @@ class FrozenLakeEnv(TextEnv):
             raise ValueError(f"success_rate must be in [0, 1], got {success_rate}")
         if len(symbols) != 6 or len(set(symbols)) != 6:
             raise ValueError(
-                f"symbols must be 6 distinct characters ({', '.join(SYMBOL_MEANINGS)}), got {symbols!r}"
+                f"symbols must be 6 distinct characters "
+                f"({', '.join(SYMBOL_MEANINGS)}), got {symbols!r}"
             )
         self.size = size
         self.frozen_probability = frozen_probability
         self.is_slippery = is_slippery
+        self.deterministic = not is_slippery
         self.success_rate = success_rate
         self.symbols = symbols
         self.desc: tuple[str, ...] = ()
         self._lake: GymnasiumFrozenLake | None = None
-        self._done = False
         self._instruction = self._write_instruction()
 
     # ------------------------------------------------------------------ TextEnv
@@ -116,22 +120,27 @@ class FrozenLakeEnv(TextEnv):
         return ACTION_NAMES
 
     def _new_episode(self, rng: random.Random, options: dict[str, Any] | None) -> None:
-        self.desc = tuple(
-            generate_random_map(self.size, self.frozen_probability, seed=rng.getrandbits(32))
-        )
+        if options and "desc" in options:
+            self.desc = _checked_desc(options["desc"])
+        else:
+            self.desc = tuple(
+                generate_random_map(self.size, self.frozen_probability, seed=rng.getrandbits(32))
+            )
         self._lake = GymnasiumFrozenLake(
             desc=list(self.desc), is_slippery=self.is_slippery, success_rate=self.success_rate
         )
         self._lake.reset(seed=rng.getrandbits(32))
-        self._done = False
+        self._side = len(self.desc)
         player, frozen, hole, goal = self.symbols[:4]
         cell_symbol = {"S": frozen, "F": frozen, "H": hole, "G": goal}
         self._base = [[cell_symbol[c] for c in row] for row in self.desc]
 
     def _observation(self) -> str:
-        row, col = divmod(self.position, self.size)
+        row, col = divmod(self.position, self._side)
         cell = self.desc[row][col]
-        here = self.symbols[4] if cell == "H" else self.symbols[5] if cell == "G" else self.symbols[0]
+        here = (
+            self.symbols[4] if cell == "H" else self.symbols[5] if cell == "G" else self.symbols[0]
+        )
         rows = ["".join(r) for r in self._base]
         line = self._base[row]
         rows[row] = "".join(line[:col]) + here + "".join(line[col + 1 :])
@@ -142,8 +151,7 @@ class FrozenLakeEnv(TextEnv):
 
     def _apply(self, action: int) -> tuple[float, bool]:
         before = self.position
-        _, reward, terminated, _, _ = self._lake.step(action)
-        self._done = terminated
+        _, reward, _, _, _ = self._lake.step(action)
         return float(reward), self.position != before
 
     def _solved(self) -> bool:
@@ -155,11 +163,28 @@ class FrozenLakeEnv(TextEnv):
     # ------------------------------------------------------------------ public state
     @property
     def position(self) -> int:
-        """The player's cell, ``row * size + col``."""
+        """The player's cell, ``row * side + col`` on the current map."""
         if self._lake is None:
             raise RuntimeError("call reset() before reading the state")
         return int(self._lake.s)
 
+    @property
+    def transitions(self) -> dict[int, dict[int, list[tuple[float, int, float, bool]]]]:
+        """Gymnasium's model of the current map: ``[state][action] -> [(p, next, r, done)]``."""
+        if self._lake is None:
+            raise RuntimeError("call reset() before reading the state")
+        return self._lake.P
+
     def _cell(self) -> str:
-        row, col = divmod(self.position, self.size)
+        row, col = divmod(self.position, self._side)
         return self.desc[row][col]
+
+
+def _checked_desc(desc: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    rows = tuple(desc)
+    if not rows or any(len(row) != len(rows) for row in rows):
+        raise ValueError("a FrozenLake map must be square, one string per row")
+    text = "".join(rows)
+    if set(text) - set("SFHG") or text.count("S") != 1 or "G" not in text:
+        raise ValueError("a FrozenLake map uses S F H G, with exactly one S and at least one G")
+    return rows

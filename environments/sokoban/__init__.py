@@ -16,7 +16,10 @@ MAX_TURNS = 10
 
 VARIANTS: dict[str, tuple[str, dict]] = {
     "Sokoban-v0": ("6x6 room, 1 box", {"dim_room": (6, 6), "num_boxes": 1}),
-    "SimpleSokoban-v0": ("6x6 room, 1 box (same as Sokoban-v0)", {"dim_room": (6, 6), "num_boxes": 1}),
+    "SimpleSokoban-v0": (
+        "6x6 room, 1 box (same as Sokoban-v0)",
+        {"dim_room": (6, 6), "num_boxes": 1},
+    ),
     "Sokoban8x8-v0": ("8x8 room, 2 boxes", {"dim_room": (8, 8), "num_boxes": 2}),
     "LargerSokoban-v0": ("10x10 room, 2 boxes", {"dim_room": (10, 10), "num_boxes": 2}),
     "SokobanDifferentGridVocab-v0": (

@@ -28,6 +28,7 @@ from environments.sokoban.puzzle import (
     Puzzle,
     offsets,
 )
+from environments.sokoban.solver import solve
 from rollenv.actions import AnswerFormat
 from rollenv.text_env import TextEnv
 
@@ -51,6 +52,9 @@ class SokobanEnv(TextEnv):
         step_reward, box_on_reward, box_off_reward, solved_reward: the reward scheme.
         answer_format: overrides how actions are read from a reply.
         render_mode: ``"ansi"`` or ``None``.
+
+    ``reset(options={"board": text})`` plays a given board (drawn with ``symbols``) instead of a
+    generated one; ``info["optimal_plan_length"]`` is then ``None`` if it has no solution.
     """
 
     oracle = "environments.sokoban.oracle:SokobanOracle"
@@ -80,22 +84,31 @@ class SokobanEnv(TextEnv):
             render_mode=render_mode,
         )
         if len(symbols) != 7 or len(set(symbols)) != 7:
-            raise ValueError(f"symbols must be 7 distinct characters ({', '.join(SYMBOL_MEANINGS)}), got {symbols!r}")
+            raise ValueError(
+                f"symbols must be 7 distinct characters "
+                f"({', '.join(SYMBOL_MEANINGS)}), got {symbols!r}"
+            )
         self.dim_room = tuple(dim_room)
         self.num_boxes = num_boxes
         self.min_solution_length = min_solution_length
-        self.max_solution_length = max_solution_length if max_solution_length is not None else max_actions
+        self.max_solution_length = (
+            max_solution_length if max_solution_length is not None else max_actions
+        )
         self.symbols = symbols
         self.step_reward = step_reward
         self.box_on_reward = box_on_reward
         self.box_off_reward = box_off_reward
         self.solved_reward = solved_reward
         # fail on impossible settings now, not at the first reset
-        generate_puzzle(random.Random(0), self.dim_room, num_boxes,
-                        min_solution_length=min_solution_length,
-                        max_solution_length=self.max_solution_length)
+        generate_puzzle(
+            random.Random(0),
+            self.dim_room,
+            num_boxes,
+            min_solution_length=min_solution_length,
+            max_solution_length=self.max_solution_length,
+        )
         self.puzzle: Puzzle | None = None
-        self.optimal_plan_length = 0
+        self.optimal_plan_length: int | None = 0
         self._instruction = self._write_instruction()
 
     # ------------------------------------------------------------------ TextEnv
@@ -117,15 +130,20 @@ class SokobanEnv(TextEnv):
         )
 
     def _new_episode(self, rng: random.Random, options: dict[str, Any] | None) -> None:
-        generated = generate_puzzle(
-            rng,
-            self.dim_room,
-            self.num_boxes,
-            min_solution_length=self.min_solution_length,
-            max_solution_length=self.max_solution_length,
-        )
-        self.puzzle = generated.puzzle
-        self.optimal_plan_length = generated.optimal_plan_length
+        if options and "board" in options:
+            self.puzzle = Puzzle.from_text(options["board"], self.symbols)
+            plan = solve(self.puzzle)
+            self.optimal_plan_length = None if plan is None else len(plan)
+        else:
+            generated = generate_puzzle(
+                rng,
+                self.dim_room,
+                self.num_boxes,
+                min_solution_length=self.min_solution_length,
+                max_solution_length=self.max_solution_length,
+            )
+            self.puzzle = generated.puzzle
+            self.optimal_plan_length = generated.optimal_plan_length
         self._walls = self.puzzle.walls
         self._targets = frozenset(self.puzzle.targets)
         self._deltas = offsets(self.puzzle.width)

@@ -59,7 +59,9 @@ def backward_levels(
     ``levels[k]`` holds every position whose optimal plan has exactly ``k`` moves.
     """
     deltas = offsets(width)
-    solved = [(cell, targets) for cell, wall in enumerate(walls) if not wall and cell not in targets]
+    solved = [
+        (cell, targets) for cell, wall in enumerate(walls) if not wall and cell not in targets
+    ]
     seen = set(solved)
     levels = [solved]
     for _ in range(depth):

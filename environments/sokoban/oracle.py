@@ -37,4 +37,3 @@ class SokobanOracle:
             moves = [0]
         self._expected = apply_plan(state, moves)
         return self._env.answer_format.wrap([ACTION_NAMES[m] for m in moves])
-

@@ -38,6 +38,47 @@ class Puzzle:
     boxes: tuple[int, ...]
     player: int
 
+    @classmethod
+    def from_text(cls, text: str, symbols: str = DEFAULT_SYMBOLS) -> Puzzle:
+        """Reads a board drawn with ``symbols`` (the inverse of ``render``).
+
+        Raises:
+            ValueError: ragged rows, an unknown symbol, an open outer ring, no single player,
+                or a box count that differs from the target count.
+        """
+        wall, floor, target, box_on_target, box, player, player_on_target = symbols
+        rows = text.strip("\n").split("\n")
+        height, width = len(rows), len(rows[0])
+        if any(len(row) != width for row in rows):
+            raise ValueError("Sokoban board rows must all have the same length")
+        walls, targets, boxes, players = bytearray(), [], [], []
+        for cell, char in enumerate("".join(rows)):
+            if char not in symbols:
+                raise ValueError(f"unknown Sokoban symbol {char!r}; expected one of {symbols!r}")
+            walls.append(char == wall)
+            if char in (target, box_on_target, player_on_target):
+                targets.append(cell)
+            if char in (box, box_on_target):
+                boxes.append(cell)
+            if char in (player, player_on_target):
+                players.append(cell)
+        ring = [
+            r * width + c
+            for r in range(height)
+            for c in range(width)
+            if r in (0, height - 1) or c in (0, width - 1)
+        ]
+        if not all(walls[cell] for cell in ring):
+            raise ValueError("a Sokoban board must be enclosed by walls")
+        if len(players) != 1:
+            raise ValueError(f"a Sokoban board needs exactly one player, found {len(players)}")
+        if not boxes or len(boxes) != len(targets):
+            raise ValueError(
+                f"a Sokoban board needs as many boxes as targets, found "
+                f"{len(boxes)} boxes and {len(targets)} targets"
+            )
+        return cls(height, width, bytes(walls), tuple(targets), tuple(boxes), players[0])
+
     @property
     def solved(self) -> bool:
         return self.boxes == self.targets

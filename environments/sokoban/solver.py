@@ -7,7 +7,7 @@ still optimal. ``max_moves`` bounds the search depth.
 Example:
     >>> from environments.sokoban.generator import generate_puzzle
     >>> import random
-    >>> puzzle = generate_puzzle(random.Random(0), (6, 6), num_boxes=1)
+    >>> puzzle = generate_puzzle(random.Random(0), (6, 6), num_boxes=1).puzzle
     >>> plan = solve(puzzle)
     >>> apply_plan(puzzle, plan).solved
     True

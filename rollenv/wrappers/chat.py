@@ -47,7 +47,13 @@ class ChatHistory(gym.Wrapper[str, str, str, str]):
     @property
     def messages(self) -> list[Message]:
         """System message, the kept turns, and the current observation as the last user message."""
-        turns = self._turns if self.window is None else self._turns[-self.window :] if self.window else []
+        turns = (
+            self._turns
+            if self.window is None
+            else self._turns[-self.window :]
+            if self.window
+            else []
+        )
         chat = [self._system]
         for user, assistant in turns:
             chat += [user, assistant]

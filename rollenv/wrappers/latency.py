@@ -49,7 +49,9 @@ class Latency(gym.Wrapper[str, str, str, str]):
         if isinstance(delay_s, tuple):
             low, high = delay_s
             if not 0 <= low <= high:
-                raise ValueError(f"Latency delay_s range must satisfy 0 <= low <= high, got {delay_s}")
+                raise ValueError(
+                    f"Latency delay_s range must satisfy 0 <= low <= high, got {delay_s}"
+                )
             if lognormal_sigma is not None:
                 raise ValueError("Latency: give lognormal_sigma with a fixed delay_s, not a range")
         elif delay_s < 0:

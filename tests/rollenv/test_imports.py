@@ -14,6 +14,8 @@ def test_env_packages_do_not_import_torch_or_ray():
         "heavy = sorted(m for m in ('torch', 'ray', 'transformers') if m in sys.modules)\n"
         "print(heavy)\n"
     )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"

@@ -19,7 +19,16 @@ def test_chat_history_keeps_every_turn_by_default():
     env = ChatHistory(rollenv.make("Sokoban-v0"))
     info = _play(env, ["<answer>Up</answer>", "bad", "<answer>Left</answer>"])
     roles = [m["role"] for m in info["messages"]]
-    assert roles == ["system", "user", "assistant", "user", "assistant", "user", "assistant", "user"]
+    assert roles == [
+        "system",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+    ]
     assert info["messages"][0]["content"] == env.unwrapped.instruction
     assert [m["content"] for m in info["messages"] if m["role"] == "assistant"] == [
         "<answer>Up</answer>",
@@ -35,7 +44,10 @@ def test_chat_history_window_keeps_the_last_turns():
     info = _play(env, ["<answer>Up</answer>", "<answer>Down</answer>", "<answer>Left</answer>"])
     assert [m["role"] for m in info["messages"]] == ["system", "user", "assistant", "user"]
     assert info["messages"][2]["content"] == "<answer>Left</answer>"
-    assert ChatHistory(rollenv.make("Sokoban-v0"), window=0).reset(seed=0)[1]["messages"][-1]["role"] == "user"
+    assert (
+        ChatHistory(rollenv.make("Sokoban-v0"), window=0).reset(seed=0)[1]["messages"][-1]["role"]
+        == "user"
+    )
 
 
 def test_chat_history_resets_between_episodes():
@@ -75,7 +87,10 @@ def test_latency_lognormal_has_a_long_tail():
     assert 5 < p99 / median < 20  # exp(2.33 sigma) is about 10 for sigma = 1
 
 
-@pytest.mark.parametrize("kwargs", [{"delay_s": -1.0}, {"delay_s": (0.2, 0.1)}, {"delay_s": (0.0, 0.1), "lognormal_sigma": 1.0}])
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"delay_s": -1.0}, {"delay_s": (0.2, 0.1)}, {"delay_s": (0.0, 0.1), "lognormal_sigma": 1.0}],
+)
 def test_latency_rejects_bad_settings(kwargs):
     with pytest.raises(ValueError, match="Latency"):
         Latency(rollenv.make("FrozenLake-v0"), **kwargs)

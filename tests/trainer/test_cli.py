@@ -1,0 +1,170 @@
+"""Tests of the ``roll-agent`` command, run as the installed console script."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import rollenv
+from rollenv.policies import oracle_for, text_env_of
+from trainer.cli import main
+
+INSTALLED_SCRIPT = Path(sys.executable).parent / "roll-agent"
+# the script pip installed beside this interpreter; else the module, with the same interpreter
+ROLL_AGENT = (
+    [str(INSTALLED_SCRIPT)] if INSTALLED_SCRIPT.exists() else [sys.executable, "-m", "trainer.cli"]
+)
+
+
+def roll_agent(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*ROLL_AGENT, *args], input=stdin, capture_output=True, text=True, timeout=60
+    )
+
+
+def oracle_moves(env_id: str, seed: int) -> list[str]:
+    """The oracle's moves for one episode, as the bare words a person would type."""
+    env = rollenv.make(env_id)
+    answer_format = text_env_of(env).answer_format
+    oracle = oracle_for(env)
+    observation, info = env.reset(seed=seed)
+    moves, done = [], False
+    while not done:
+        reply = oracle.act(observation, info)
+        moves.extend(answer_format.extract(reply))
+        observation, _, terminated, truncated, info = env.step(reply)
+        done = terminated or truncated
+    assert info["metrics"]["success"]
+    return moves
+
+
+def table_row(output: str, first_cell: str) -> list[float]:
+    """The numbers in the table row that starts with ``first_cell`` (rich or plain table)."""
+    for line in output.splitlines():
+        cells = [cell for cell in re.split(r"[│|]|\s{2,}", line) if cell.strip()]
+        if cells and cells[0].strip() == first_cell:
+            return [float(number) for number in re.findall(r"-?\d+(?:\.\d+)?", line)]
+    raise AssertionError(f"no row {first_cell!r} in:\n{output}")
+
+
+def test_envs_lists_every_registered_id() -> None:
+    result = roll_agent("envs")
+
+    assert result.returncode == 0, result.stderr
+    for env_id in rollenv.registry:
+        assert env_id in result.stdout
+
+
+def test_envs_without_rich_prints_a_plain_table(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "rich", None)
+
+    assert main(["envs", "--family", "sokoban"]) == 0
+
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split() == ["id", "family", "max", "turns", "description"]
+    assert any(line.split()[:3] == ["Sokoban-v0", "sokoban", "10"] for line in lines)
+
+
+def test_check_sokoban_passes_with_the_oracle_always_solving() -> None:
+    result = roll_agent("check", "Sokoban-v0", "--episodes", "20")
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "check_env: passed" in result.stdout
+    episodes, success, valid, _mean_return, mean_turns = table_row(result.stdout, "oracle")
+    assert (episodes, success, valid) == (20, 100.0, 100.0)
+    assert 1 <= mean_turns <= rollenv.spec("Sokoban-v0").max_episode_steps
+    random_episodes, random_success, *_ = table_row(result.stdout, "random")
+    assert random_episodes == 20
+    assert 0 <= random_success <= 100
+
+
+def test_play_with_the_oracle_moves_solves_the_puzzle() -> None:
+    moves = oracle_moves("Sokoban-v0", seed=3)
+
+    result = roll_agent("play", "Sokoban-v0", "--seed", "3", stdin="\n".join(moves) + "\n")
+
+    assert result.returncode == 0, result.stderr
+    assert "Solved!" in result.stdout
+    assert "invalid actions: 0" in result.stdout
+    assert result.stdout.count("success: yes") == 1
+
+
+def test_play_accepts_full_replies_in_the_answer_format() -> None:
+    replies = [f"<answer>{move}</answer>" for move in oracle_moves("Sokoban-v0", seed=3)]
+
+    result = roll_agent("play", "Sokoban-v0", "--seed", "3", stdin="\n".join(replies) + "\n")
+
+    assert "Solved!" in result.stdout
+
+
+def test_play_reports_invalid_actions_and_quits_on_q() -> None:
+    result = roll_agent("play", "Sokoban-v0", "--seed", "0", stdin="jump\nfly away\nq\nUp\n")
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("valid: no") == 2
+    assert "Quit." in result.stdout
+    assert "invalid actions: 2 of 2" in result.stdout
+
+
+def test_play_ends_at_end_of_input() -> None:
+    result = roll_agent("play", "Sokoban-v0", "--seed", "0", stdin="")
+
+    assert result.returncode == 0, result.stderr
+    assert "Quit." in result.stdout
+
+
+def test_unknown_env_id_is_one_line_with_close_matches() -> None:
+    result = roll_agent("check", "Sokobon-v0")
+
+    assert result.returncode == 2
+    assert "Did you mean" in result.stderr
+    assert "'Sokoban-v0'" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["check", "Sokoban-v0", "--episodes", "0"],
+        ["check", "Sokoban-v0", "--seed", "-1"],
+        ["play", "Sokoban-v0", "--max-turns", "many"],
+        ["envs", "--family", "no-such-family"],
+        ["envs", "--no-such-option"],
+    ],
+)
+def test_bad_options_give_one_error_line_and_status_2(
+    args: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(args) == 2
+
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+    assert len(errors) == 1
+
+
+def test_train_without_torch_names_the_install_command(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "torch", None)  # as if torch were not installed
+
+    assert main(["train", "--env", "sokoban"]) == 2
+
+    assert "pip install torch==2.13.0 && pip install 'rollenv[train]'" in capsys.readouterr().err
+
+
+def test_envs_does_not_import_torch_or_ray() -> None:
+    code = (
+        "import sys; from trainer.cli import main; main(['envs']); "
+        "assert 'torch' not in sys.modules and 'ray' not in sys.modules"
+    )
+
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+    )
+
+    assert result.returncode == 0, result.stderr
