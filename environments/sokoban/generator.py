@@ -1,6 +1,7 @@
 """Seeded generator of solvable Sokoban puzzles of a chosen difficulty.
 
-1. Carve a room: a random walk through a board of walls, widened here and there.
+1. Carve a room: a random walk through a board of walls, widened here and there, until half
+   the inside is floor.
 2. Put every box on a target.
 3. Search backwards, breadth first, from every solved position (boxes on targets, the player on
    any free cell): a backward step either walks the player or pulls the box behind it. Each
@@ -32,22 +33,30 @@ class GeneratedPuzzle:
     attempts: int
 
 
-def carve_room(rng: random.Random, height: int, width: int, walk_steps: int) -> bytearray:
-    """A connected room: ``walls[cell]`` is 0 on floor the random walk carved, 1 elsewhere."""
+def carve_room(rng: random.Random, height: int, width: int, min_floor: int) -> bytearray:
+    """A connected room of at least ``min_floor`` cells: ``walls[cell]`` is 0 on floor, 1 on wall.
+
+    A random walk carves the floor, turning now and then and widening the corridor sideways.
+    """
     walls = bytearray(b"\x01" * (height * width))
     row, col = rng.randrange(1, height - 1), rng.randrange(1, width - 1)
     dr, dc = rng.choice(_STEPS)
     walls[row * width + col] = 0
-    for _ in range(walk_steps):
+    floor = 1
+    while floor < min_floor:
         if rng.random() < 0.35:
             dr, dc = rng.choice(_STEPS)
         row = min(max(row + dr, 1), height - 2)
         col = min(max(col + dc, 1), width - 2)
-        walls[row * width + col] = 0
+        cells = [row * width + col]
         if rng.random() < 0.5:  # widen the corridor sideways, so boxes have room to move
             side_row = min(max(row + dc, 1), height - 2)
             side_col = min(max(col + dr, 1), width - 2)
-            walls[side_row * width + side_col] = 0
+            cells.append(side_row * width + side_col)
+        for cell in cells:
+            if walls[cell]:
+                walls[cell] = 0
+                floor += 1
     return walls
 
 
@@ -120,14 +129,11 @@ def generate_puzzle(
             "need 1 <= min_solution_length <= max_solution_length, got "
             f"{min_solution_length} and {max_solution_length}"
         )
-    walk_steps = int(1.7 * (height + width))
-    # a room of a handful of cells makes a trivial corridor puzzle: ask for a third of the board
-    min_floor = max(num_boxes + 2, (height - 2) * (width - 2) // 3)
+    # a room of a handful of cells makes a trivial corridor puzzle: carve half the board
+    min_floor = max(num_boxes + 2, (height - 2) * (width - 2) // 2)
     for attempt in range(1, max_attempts + 1):
-        walls = carve_room(rng, height, width, walk_steps)
+        walls = carve_room(rng, height, width, min_floor)
         floor = [cell for cell, wall in enumerate(walls) if not wall]
-        if len(floor) < min_floor:
-            continue
         targets = tuple(sorted(rng.sample(floor, num_boxes)))
         wanted = rng.randint(min_solution_length, max_solution_length)
         levels = backward_levels(bytes(walls), width, targets, wanted)
