@@ -126,6 +126,7 @@ class EnvRegistry(Mapping[str, EnvSpec]):
             spec = EnvSpec(**{**spec.__dict__, "family": self._loading_plugin})
         if spec.id in self._specs:
             warnings.warn(f"Overriding rollenv environment {spec.id!r}", UserWarning, stacklevel=3)
+            self._remove(spec.id)  # so Gymnasium does not warn a second time
         self._specs[spec.id] = spec
         gym.register(
             id=spec.gymnasium_id,

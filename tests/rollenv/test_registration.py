@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import warnings
+
 import gymnasium
 import pytest
 
@@ -51,8 +53,12 @@ def test_register_mirrors_into_gymnasium_and_warns_on_override():
         env = gymnasium.make("rollenv/TinySokoban-v0")
         assert env.spec.max_episode_steps == 4
         assert len(env.reset(seed=0)[0].splitlines()) == 5
-        with pytest.warns(UserWarning, match="Overriding rollenv environment 'TinySokoban-v0'"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             rollenv.register("TinySokoban-v0", "environments.sokoban.env:SokobanEnv")
+        messages = [str(w.message) for w in caught]
+        assert messages == ["Overriding rollenv environment 'TinySokoban-v0'"]
+        assert gymnasium.spec("rollenv/TinySokoban-v0").max_episode_steps is None
     finally:
         rollenv.registry._remove("TinySokoban-v0")
     assert "TinySokoban-v0" not in rollenv.registry
