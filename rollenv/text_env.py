@@ -54,6 +54,7 @@ class TextEnv(gym.Env[str, str]):
 
     Args:
         answer_format: how actions are read from a reply; defaults to ``<answer>...</answer>``.
+            A dict is taken as ``AnswerFormat`` keyword arguments (handy in config files).
         format_penalty: reward of a reply with no valid action.
         max_actions: actions executed per episode before it is truncated; ``None`` for no cap.
         render_mode: ``"ansi"`` or ``None``; ``render()`` always returns the observation text.
@@ -69,7 +70,7 @@ class TextEnv(gym.Env[str, str]):
     def __init__(
         self,
         *,
-        answer_format: AnswerFormat | None = None,
+        answer_format: AnswerFormat | dict[str, Any] | None = None,
         format_penalty: float = -0.1,
         max_actions: int | None = None,
         render_mode: str | None = None,
@@ -81,6 +82,11 @@ class TextEnv(gym.Env[str, str]):
             )
         if max_actions is not None and max_actions < 1:
             raise ValueError(f"max_actions must be >= 1 or None, got {max_actions}")
+        if isinstance(answer_format, dict):
+            try:
+                answer_format = AnswerFormat(**answer_format)
+            except TypeError as error:
+                raise ValueError(f"bad answer_format {answer_format!r}: {error}") from None
         self.answer_format = answer_format or AnswerFormat()
         self.format_penalty = float(format_penalty)
         self.max_actions = max_actions

@@ -40,6 +40,8 @@ class FrozenLakeEnv(TextEnv):
 
     Args:
         size: the map is ``size x size``.
+        desc: a fixed map for every episode, in Gymnasium's letters (S start, F frozen, H hole,
+            G goal); ``None`` draws a new random map each reset.
         frozen_probability: chance a cell is frozen ice rather than a hole (Gymnasium's ``p``).
         is_slippery: whether moves slip (Gymnasium's dynamics).
         success_rate: with slippery ice, the chance the intended move happens.
@@ -47,7 +49,8 @@ class FrozenLakeEnv(TextEnv):
         max_actions_per_turn: moves one reply may carry, separated by ``||``.
         symbols: six characters for player, frozen, hole, goal, player in hole, player on goal.
         format_penalty: reward of a reply with no valid action.
-        answer_format: overrides how actions are read from a reply.
+        answer_format: overrides how actions are read from a reply (an ``AnswerFormat`` or its
+            keyword arguments as a dict).
         render_mode: ``"ansi"`` or ``None``.
 
     ``reset(options={"desc": ["SFFF", "FHFH", "FFFH", "HFFG"]})`` plays a given map, written in
@@ -61,17 +64,18 @@ class FrozenLakeEnv(TextEnv):
         size: int = 4,
         frozen_probability: float = 0.8,
         *,
+        desc: list[str] | tuple[str, ...] | None = None,
         is_slippery: bool = False,
         success_rate: float = 1.0 / 3.0,
         max_actions: int = 10,
         max_actions_per_turn: int = 1,
         symbols: str = DEFAULT_SYMBOLS,
         format_penalty: float = -0.1,
-        answer_format: AnswerFormat | None = None,
+        answer_format: AnswerFormat | dict[str, Any] | None = None,
         render_mode: str | None = None,
     ) -> None:
         super().__init__(
-            answer_format=answer_format or AnswerFormat(max_actions=max_actions_per_turn),
+            answer_format=answer_format or {"max_actions": max_actions_per_turn},
             format_penalty=format_penalty,
             max_actions=max_actions,
             render_mode=render_mode,
@@ -93,6 +97,7 @@ class FrozenLakeEnv(TextEnv):
         self.deterministic = not is_slippery
         self.success_rate = success_rate
         self.symbols = symbols
+        self.fixed_desc = None if desc is None else _checked_desc(desc)
         self.desc: tuple[str, ...] = ()
         self._lake: GymnasiumFrozenLake | None = None
         self._instruction = self._write_instruction()
@@ -122,6 +127,8 @@ class FrozenLakeEnv(TextEnv):
     def _new_episode(self, rng: random.Random, options: dict[str, Any] | None) -> None:
         if options and "desc" in options:
             self.desc = _checked_desc(options["desc"])
+        elif self.fixed_desc is not None:
+            self.desc = self.fixed_desc
         else:
             self.desc = tuple(
                 generate_random_map(self.size, self.frozen_probability, seed=rng.getrandbits(32))

@@ -50,7 +50,8 @@ class SokobanEnv(TextEnv):
             target (``"#_O√XPS"``).
         format_penalty: reward of a reply with no valid action.
         step_reward, box_on_reward, box_off_reward, solved_reward: the reward scheme.
-        answer_format: overrides how actions are read from a reply.
+        answer_format: overrides how actions are read from a reply (an ``AnswerFormat`` or its
+            keyword arguments as a dict).
         render_mode: ``"ansi"`` or ``None``.
 
     ``reset(options={"board": text})`` plays a given board (drawn with ``symbols``) instead of a
@@ -74,11 +75,11 @@ class SokobanEnv(TextEnv):
         box_on_reward: float = 1.0,
         box_off_reward: float = -1.0,
         solved_reward: float = 10.0,
-        answer_format: AnswerFormat | None = None,
+        answer_format: AnswerFormat | dict[str, Any] | None = None,
         render_mode: str | None = None,
     ) -> None:
         super().__init__(
-            answer_format=answer_format or AnswerFormat(max_actions=max_actions_per_turn),
+            answer_format=answer_format or {"max_actions": max_actions_per_turn},
             format_penalty=format_penalty,
             max_actions=max_actions,
             render_mode=render_mode,

@@ -55,3 +55,14 @@ def test_describe_mentions_tags_and_limit():
 def test_bad_max_actions_is_rejected():
     with pytest.raises(ValueError, match="max_actions"):
         AnswerFormat(max_actions=0)
+
+
+def test_envs_take_an_answer_format_as_a_dict():
+    import rollenv
+
+    env = rollenv.make("FrozenLake-v0", answer_format={"tag": None, "separator": None})
+    env.reset(seed=0)
+    *_, info = env.step("Right")
+    assert info["metrics"]["action_is_valid"] is True
+    with pytest.raises(ValueError, match="bad answer_format"):
+        rollenv.make("FrozenLake-v0", answer_format={"tagg": None})

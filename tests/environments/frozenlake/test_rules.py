@@ -103,3 +103,9 @@ def test_slippery_oracle_maximises_the_chance_of_success():
     # value iteration reaches the goal on about 9 maps in 10 given 100 moves; a random walk
     # on a few in 100
     assert solved >= 75 and solved > 3 * random_solved
+
+
+def test_a_fixed_map_is_played_every_episode():
+    env = FrozenLakeEnv(desc=["SFH", "FFF", "HFG"])
+    boards = {env.reset(seed=seed)[0] for seed in range(10)}
+    assert boards == {"P_O\n___\nO_G"}
