@@ -33,6 +33,14 @@ Settings shared with rollenv: Sokoban 6x6 with 1 box, Sokoban 10x10 with 2 boxes
 (TextArena only). Peers' episode limit is 100 turns; rollenv's ids keep their own limits (only
 the number of untimed resets in the step loop depends on it).
 
+Caveats: the generators do not produce the same levels (rollenv draws a level whose optimal plan
+fits its turn limit; the peers reverse-play for box displacement), so resets/s compares the cost
+of handing an agent a fresh level of that size, not of the same level. A second 10x10 rollenv row
+draws levels with optimal plans of up to 40 moves, nearer the peers' long levels. The peers'
+10x10 reset times have a long tail, so their resets/s there depends on how many seeds are run
+(``--quick`` runs fewer). gym-sokoban imports ``pkg_resources``, which setuptools 82 removed:
+it needs ``setuptools<82``.
+
 Run (from the repository root; peers: ``pip install 'rollenv[bench]'``)::
 
     python benchmarks/env_throughput.py --quick          # about a minute
@@ -58,7 +66,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -67,8 +75,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 # Benchmark the checkout this script lives in, not some other installed copy.
 sys.path.insert(0, str(REPO_ROOT))
 
-PEER_INSTALL_HINT = "not installed (pip install 'rollenv[bench]')"
-ROLLENV_INSTALL_HINT = "not importable (pip install -e . from the repository root)"
+PEER_INSTALL_COMMAND = "pip install 'rollenv[bench]'"
+ROLLENV_INSTALL_COMMAND = "pip install -e . from the repository root"
 PEER_MAX_TURNS = 100
 
 SOKOBAN_SMALL = "Sokoban 6x6, 1 box"
@@ -106,7 +114,7 @@ class Budget:
     @classmethod
     def for_run(cls, quick: bool) -> Budget:
         if quick:
-            return cls(resets=100, heavy_resets=20, steps=2_000, step_loop_seconds=1.5)
+            return cls(resets=100, heavy_resets=20, steps=2_000, step_loop_seconds=1.0)
         return cls(resets=1_000, heavy_resets=100, steps=20_000, step_loop_seconds=10.0)
 
 
@@ -116,7 +124,8 @@ class EnvAdapter(ABC):
 
     Attributes:
         library: "rollenv", "gym-sokoban", "GEM" or "TextArena".
-        name: the row label (an id, or the constructor call).
+        name: the row label (the library's env id or class).
+        config: the arguments it was built with (written to the JSON).
         setting: the shared setting it is compared at, or ``None`` (rollenv-only settings).
         heavy: whether a reset generates a large Sokoban level (see ``Budget``).
         actions: the four moves in the library's own action encoding.
@@ -124,6 +133,7 @@ class EnvAdapter(ABC):
 
     library: str
     name: str
+    config: dict[str, Any]
     setting: str | None
     heavy: bool
     actions: Sequence[Any]
@@ -146,9 +156,15 @@ class RollenvAdapter(EnvAdapter):
 
     library = "rollenv"
 
-    def __init__(self, rollenv_module: Any, env_id: str) -> None:
-        self.env = rollenv_module.make(env_id)
-        self.name = env_id
+    def __init__(
+        self, rollenv_module: Any, env_id: str, label: str | None = None, **kwargs: Any
+    ) -> None:
+        self.env = rollenv_module.make(env_id, **kwargs)
+        self.name = label or env_id
+        self.config = {
+            "kwargs": dict(self.env.spec.kwargs),
+            "max_episode_steps": self.env.spec.max_episode_steps,
+        }
         unwrapped = self.env.unwrapped
         self.setting, self.heavy = rollenv_setting(unwrapped)
         self.actions = tuple(unwrapped.answer_format.wrap(word) for word in unwrapped.action_words)
@@ -186,7 +202,8 @@ class GymSokobanAdapter(EnvAdapter):
             dim_room=(side, side), num_boxes=boxes, max_steps=PEER_MAX_TURNS, reset=False
         )
         self.np = numpy_module
-        self.name = f"SokobanEnv(dim_room=({side}, {side}), num_boxes={boxes})"
+        self.name = "SokobanEnv"
+        self.config = {"dim_room": [side, side], "num_boxes": boxes, "max_steps": PEER_MAX_TURNS}
         self.setting = PEER_SOKOBAN_SETTINGS[(side, boxes)]
         self.heavy = side * side >= 64
         self.actions = GYM_SOKOBAN_MOVES
@@ -217,9 +234,7 @@ class GymSokobanAdapter(EnvAdapter):
             self.env.room_fixed == GYM_SOKOBAN_TARGET
         )
         grid = self.np.where(player_on_target, GYM_SOKOBAN_PLAYER_ON_TARGET, state).tolist()
-        return "\n".join(
-            "".join(GYM_SOKOBAN_CHARACTERS[int(cell)] for cell in row) for row in grid
-        )
+        return "\n".join("".join(GYM_SOKOBAN_CHARACTERS[int(cell)] for cell in row) for row in grid)
 
     def counters(self) -> dict[str, int]:
         return {
@@ -238,7 +253,8 @@ class GemSokobanAdapter(EnvAdapter):
         self.env = gem_module.make(
             self.env_id, dim_room=(side, side), num_boxes=boxes, max_turns=PEER_MAX_TURNS
         )
-        self.name = f"{self.env_id} dim_room=({side}, {side}) num_boxes={boxes}"
+        self.name = self.env_id
+        self.config = {"dim_room": [side, side], "num_boxes": boxes, "max_turns": PEER_MAX_TURNS}
         self.setting = PEER_SOKOBAN_SETTINGS[(side, boxes)]
         self.heavy = side * side >= 64
         self.actions = tuple(f"\\boxed{{{move}}}" for move in ("up", "down", "left", "right"))
@@ -259,8 +275,8 @@ class TextArenaAdapter(EnvAdapter):
 
     def __init__(self, textarena_module: Any, env_id: str, setting: str, **kwargs: Any) -> None:
         self.env = textarena_module.make(f"{env_id}-raw", **kwargs)
-        arguments = "".join(f" {key}={value}" for key, value in kwargs.items())
-        self.name = f"{env_id}-raw{arguments}"
+        self.name = f"{env_id}-raw"
+        self.config = kwargs
         self.setting = setting
         self.heavy = kwargs.get("dim_room", (0, 0))[0] >= 8
         self.actions = ("[up]", "[down]", "[left]", "[right]")
@@ -291,14 +307,22 @@ class Unavailable:
 AdapterOrUnavailable = EnvAdapter | Unavailable
 
 
-def import_failure_reason(error: BaseException, install_hint: str) -> str:
+def import_failure_reason(error: BaseException, module: str, install_command: str) -> str:
+    """Why ``module`` could not be imported, said so that the fix is obvious.
+
+    A missing dependency is told apart from a missing package: gym-sokoban, for one, imports
+    ``pkg_resources``, which setuptools 82 removed.
+    """
     if isinstance(error, ModuleNotFoundError):
-        return install_hint
+        if error.name is not None and error.name.split(".")[0] == module:
+            return f"not installed ({install_command})"
+        return f"missing dependency {error.name!r} ({install_command})"
     return f"import failed: {type(error).__name__}: {error}"
 
 
-def build(library: str, name: str, setting: str | None,
-          constructor: Callable[[], EnvAdapter]) -> AdapterOrUnavailable:
+def build(
+    library: str, name: str, setting: str | None, constructor: Callable[[], EnvAdapter]
+) -> AdapterOrUnavailable:
     """Runs ``constructor``; an env that cannot even be built becomes an ``Unavailable`` row."""
     try:
         return constructor()
@@ -311,33 +335,76 @@ def rollenv_adapters() -> list[AdapterOrUnavailable]:
     try:
         import rollenv
     except Exception as error:  # noqa: BLE001 - any import failure is reported, never raised
-        return [Unavailable("rollenv", "(all)", None, import_failure_reason(
-            error, ROLLENV_INSTALL_HINT))]
+        return [
+            Unavailable(
+                "rollenv",
+                "(all)",
+                None,
+                import_failure_reason(error, "rollenv", ROLLENV_INSTALL_COMMAND),
+            )
+        ]
     ids = sorted(
-        spec.id for spec in rollenv.registry.values()
+        spec.id
+        for spec in rollenv.registry.values()
         if "Sokoban" in spec.id or "FrozenLake" in spec.id
     )
     if not ids:
-        return [Unavailable("rollenv", "(all)", None,
-                            "no Sokoban/FrozenLake ids registered (is rollenv pip-installed?)")]
-    return [build("rollenv", env_id, None, lambda env_id=env_id: RollenvAdapter(rollenv, env_id))
-            for env_id in ids]
+        return [
+            Unavailable(
+                "rollenv",
+                "(all)",
+                None,
+                "no Sokoban/FrozenLake ids registered (is rollenv pip-installed?)",
+            )
+        ]
+    adapters = [
+        build("rollenv", env_id, None, lambda env_id=env_id: RollenvAdapter(rollenv, env_id))
+        for env_id in ids
+    ]
+    # The ids draw levels whose optimal plan fits their 10-move budget; the peers' levels are
+    # longer. This row draws 10x10 levels with plans of up to 40 moves, for a like-for-like cost.
+    long_plans = "LargerSokoban-v0 (plans up to 40 moves)"
+    adapters.append(
+        build(
+            "rollenv",
+            long_plans,
+            None,
+            lambda: RollenvAdapter(
+                rollenv,
+                "LargerSokoban-v0",
+                label=long_plans,
+                max_solution_length=40,
+                max_actions=100,
+                max_episode_steps=100,
+            ),
+        )
+    )
+    return adapters
 
 
 def gym_sokoban_adapters() -> list[AdapterOrUnavailable]:
     """gym-sokoban at both shared Sokoban sizes (it has no FrozenLake)."""
     try:
         import numpy
+
         # gym 0.26 prints a notice about being unmaintained on import; keep the output readable.
         with contextlib.redirect_stderr(io.StringIO()):
             from gym_sokoban.envs.sokoban_env import SokobanEnv
     except Exception as error:  # noqa: BLE001
-        reason = import_failure_reason(error, PEER_INSTALL_HINT)
-        return [Unavailable("gym-sokoban", "SokobanEnv", s, reason)
-                for s in PEER_SOKOBAN_SETTINGS.values()]
-    return [build("gym-sokoban", "SokobanEnv", setting,
-                  lambda side=side, boxes=boxes: GymSokobanAdapter(SokobanEnv, numpy, side, boxes))
-            for (side, boxes), setting in PEER_SOKOBAN_SETTINGS.items()]
+        reason = import_failure_reason(error, "gym_sokoban", PEER_INSTALL_COMMAND)
+        return [
+            Unavailable("gym-sokoban", "SokobanEnv", s, reason)
+            for s in PEER_SOKOBAN_SETTINGS.values()
+        ]
+    return [
+        build(
+            "gym-sokoban",
+            "SokobanEnv",
+            setting,
+            lambda side=side, boxes=boxes: GymSokobanAdapter(SokobanEnv, numpy, side, boxes),
+        )
+        for (side, boxes), setting in PEER_SOKOBAN_SETTINGS.items()
+    ]
 
 
 def gem_adapters() -> list[AdapterOrUnavailable]:
@@ -345,12 +412,20 @@ def gem_adapters() -> list[AdapterOrUnavailable]:
     try:
         import gem
     except Exception as error:  # noqa: BLE001
-        reason = import_failure_reason(error, PEER_INSTALL_HINT)
-        return [Unavailable("GEM", GemSokobanAdapter.env_id, s, reason)
-                for s in PEER_SOKOBAN_SETTINGS.values()]
-    return [build("GEM", GemSokobanAdapter.env_id, setting,
-                  lambda side=side, boxes=boxes: GemSokobanAdapter(gem, side, boxes))
-            for (side, boxes), setting in PEER_SOKOBAN_SETTINGS.items()]
+        reason = import_failure_reason(error, "gem", PEER_INSTALL_COMMAND)
+        return [
+            Unavailable("GEM", GemSokobanAdapter.env_id, s, reason)
+            for s in PEER_SOKOBAN_SETTINGS.values()
+        ]
+    return [
+        build(
+            "GEM",
+            GemSokobanAdapter.env_id,
+            setting,
+            lambda side=side, boxes=boxes: GemSokobanAdapter(gem, side, boxes),
+        )
+        for (side, boxes), setting in PEER_SOKOBAN_SETTINGS.items()
+    ]
 
 
 def textarena_adapters() -> list[AdapterOrUnavailable]:
@@ -358,19 +433,35 @@ def textarena_adapters() -> list[AdapterOrUnavailable]:
     try:
         import textarena
     except Exception as error:  # noqa: BLE001
-        reason = import_failure_reason(error, PEER_INSTALL_HINT)
-        return [Unavailable("TextArena", "Sokoban-v0-raw", s, reason)
-                for s in PEER_SOKOBAN_SETTINGS.values()] + [
-                Unavailable("TextArena", "FrozenLake-v0-raw", FROZENLAKE_4X4, reason)]
+        reason = import_failure_reason(error, "textarena", PEER_INSTALL_COMMAND)
+        return [
+            Unavailable("TextArena", "Sokoban-v0-raw", s, reason)
+            for s in PEER_SOKOBAN_SETTINGS.values()
+        ] + [Unavailable("TextArena", "FrozenLake-v0-raw", FROZENLAKE_4X4, reason)]
     adapters = [
-        build("TextArena", "Sokoban-v0-raw", setting,
-              lambda side=side, boxes=boxes, setting=setting: TextArenaAdapter(
-                  textarena, "Sokoban-v0", setting, dim_room=(side, side), num_boxes=boxes,
-                  max_turns=PEER_MAX_TURNS))
+        build(
+            "TextArena",
+            "Sokoban-v0-raw",
+            setting,
+            lambda side=side, boxes=boxes, setting=setting: TextArenaAdapter(
+                textarena,
+                "Sokoban-v0",
+                setting,
+                dim_room=(side, side),
+                num_boxes=boxes,
+                max_turns=PEER_MAX_TURNS,
+            ),
+        )
         for (side, boxes), setting in PEER_SOKOBAN_SETTINGS.items()
     ]
-    adapters.append(build("TextArena", "FrozenLake-v0-raw", FROZENLAKE_4X4,
-                          lambda: TextArenaAdapter(textarena, "FrozenLake-v0", FROZENLAKE_4X4)))
+    adapters.append(
+        build(
+            "TextArena",
+            "FrozenLake-v0-raw",
+            FROZENLAKE_4X4,
+            lambda: TextArenaAdapter(textarena, "FrozenLake-v0", FROZENLAKE_4X4),
+        )
+    )
     return adapters
 
 
@@ -402,6 +493,7 @@ class RowResult:
     name: str
     setting: str | None
     status: str = "ok"
+    config: dict[str, Any] = field(default_factory=dict)
     runs: list[RunFigures] = field(default_factory=list)
     median: dict[str, float] = field(default_factory=dict)
     counters: dict[str, int] = field(default_factory=dict)
@@ -458,7 +550,7 @@ def measure_once(adapter: EnvAdapter, budget: Budget) -> RunFigures:
 
 def measure(adapter: EnvAdapter, budget: Budget, repeats: int) -> RowResult:
     """Warms the env up (one untimed reset and step), then takes ``repeats`` measurements."""
-    row = RowResult(adapter.library, adapter.name, adapter.setting)
+    row = RowResult(adapter.library, adapter.name, adapter.setting, config=adapter.config)
     try:
         adapter.reset(2_000_000)
         adapter.step(adapter.actions[0])
@@ -482,41 +574,56 @@ def format_ms(value: float) -> str:
 
 
 def table_rows(rows: Sequence[RowResult]) -> list[list[str]]:
+    """The table's cells; a row that was not measured says why in place of its label."""
     lines = []
     for row in rows:
         label = f"{row.name} [{row.setting}]" if row.setting else row.name
         if row.status != "ok":
-            lines.append([row.library, label, row.status, "", "", ""])
+            lines.append([row.library, f"{label}: {row.status}", "-", "-", "-", "-"])
             continue
         m = row.median
-        lines.append([row.library, label, format_rate(m["resets_per_s"]), format_ms(m["p50_ms"]),
-                      format_ms(m["p99_ms"]), format_rate(m["steps_per_s"])])
+        lines.append(
+            [
+                row.library,
+                label,
+                format_rate(m["resets_per_s"]),
+                format_ms(m["p50_ms"]),
+                format_ms(m["p99_ms"]),
+                format_rate(m["steps_per_s"]),
+            ]
+        )
     return lines
 
 
-TABLE_HEADER = ["library", "env [shared setting]", "resets/s", "p50 ms", "p99 ms",
-                "steps/s (text)"]
+TABLE_HEADER = ["library", "env [shared setting]", "resets/s", "p50 ms", "p99 ms", "steps/s (text)"]
 
 
 def print_table(rows: Sequence[RowResult], title: str) -> None:
+    """Prints the table with rich if it is installed, else as aligned plain text."""
     lines = table_rows(rows)
+    widths = [
+        max(len(cells[i]) for cells in [TABLE_HEADER, *lines]) for i in range(len(TABLE_HEADER))
+    ]
     try:
         from rich.console import Console
+        from rich.markup import escape
         from rich.table import Table
     except ImportError:
-        widths = [max(len(cells[i]) for cells in [TABLE_HEADER, *lines])
-                  for i in range(len(TABLE_HEADER))]
         print(title)
         for cells in [TABLE_HEADER, *lines]:
-            print("  ".join(cell.ljust(w) if i < 2 else cell.rjust(w)
-                            for i, (cell, w) in enumerate(zip(cells, widths, strict=True))))
+            print(
+                "  ".join(
+                    cell.ljust(w) if i < 2 else cell.rjust(w)
+                    for i, (cell, w) in enumerate(zip(cells, widths, strict=True))
+                )
+            )
         return
     table = Table(title=title)
     for index, heading in enumerate(TABLE_HEADER):
-        table.add_column(heading, justify="left" if index < 2 else "right")
+        table.add_column(heading, justify="left" if index < 2 else "right", no_wrap=True)
     for cells in lines:
-        table.add_row(*cells)
-    Console(width=max(120, len(max((c[1] for c in lines), key=len, default="")) + 60)).print(table)
+        table.add_row(*(escape(cell) for cell in cells))  # "[bench]" is not rich markup
+    Console(width=sum(widths) + 3 * len(widths) + 1).print(table)
 
 
 def measured(rows: Sequence[RowResult]) -> list[RowResult]:
@@ -533,31 +640,51 @@ def compare(rows: Sequence[RowResult]) -> tuple[list[dict[str, Any]], list[dict[
         if not peers:
             continue
         fastest = max(peers, key=lambda p: p.median["steps_per_s"])
-        ratios.append({
-            "env": row.name,
-            "setting": row.setting,
-            "resets_per_s_ratio": {p.library: row.median["resets_per_s"] / p.median["resets_per_s"]
-                                   for p in peers},
-            "steps_per_s_ratio_to_fastest_peer": row.median["steps_per_s"]
-            / fastest.median["steps_per_s"],
-            "fastest_peer_steps": fastest.library,
-        })
+        ratios.append(
+            {
+                "env": row.name,
+                "setting": row.setting,
+                "resets_per_s_ratio": {
+                    p.library: row.median["resets_per_s"] / p.median["resets_per_s"] for p in peers
+                },
+                "steps_per_s_ratio_to_fastest_peer": row.median["steps_per_s"]
+                / fastest.median["steps_per_s"],
+                "fastest_peer_steps": fastest.library,
+            }
+        )
         gym_sokoban = next((p for p in peers if p.library == "gym-sokoban"), None)
         if row.setting in RESET_GOALS:
             min_ratio, p99_limit = RESET_GOALS[row.setting]
             if gym_sokoban is not None:
                 ratio = row.median["resets_per_s"] / gym_sokoban.median["resets_per_s"]
-                goals.append({"env": row.name, "setting": row.setting,
-                              "goal": f"resets/s >= {min_ratio:g}x gym-sokoban",
-                              "value": f"{ratio:,.1f}x", "passed": ratio >= min_ratio})
-            goals.append({"env": row.name, "setting": row.setting,
-                          "goal": f"p99 reset < {p99_limit:g} ms",
-                          "value": f"{row.median['p99_ms']:,.2f} ms",
-                          "passed": row.median["p99_ms"] < p99_limit})
+                goals.append(
+                    {
+                        "env": row.name,
+                        "setting": row.setting,
+                        "goal": f"resets/s >= {min_ratio:g}x gym-sokoban",
+                        "value": f"{ratio:,.1f}x",
+                        "passed": ratio >= min_ratio,
+                    }
+                )
+            goals.append(
+                {
+                    "env": row.name,
+                    "setting": row.setting,
+                    "goal": f"p99 reset < {p99_limit:g} ms",
+                    "value": f"{row.median['p99_ms']:,.2f} ms",
+                    "passed": row.median["p99_ms"] < p99_limit,
+                }
+            )
         steps_ratio = row.median["steps_per_s"] / fastest.median["steps_per_s"]
-        goals.append({"env": row.name, "setting": row.setting,
-                      "goal": f"steps/s with text >= fastest peer ({fastest.library})",
-                      "value": f"{steps_ratio:,.2f}x", "passed": steps_ratio >= 1.0})
+        goals.append(
+            {
+                "env": row.name,
+                "setting": row.setting,
+                "goal": f"steps/s with text >= fastest peer ({fastest.library})",
+                "value": f"{steps_ratio:,.2f}x",
+                "passed": steps_ratio >= 1.0,
+            }
+        )
     return ratios, goals
 
 
@@ -566,25 +693,38 @@ def print_comparison(ratios: Sequence[dict[str, Any]], goals: Sequence[dict[str,
     if not ratios:
         print("  none: needs rollenv and at least one peer measured at a shared setting")
     for entry in ratios:
-        resets = ", ".join(f"{ratio:,.1f}x {library}"
-                           for library, ratio in entry["resets_per_s_ratio"].items())
-        print(f"  {entry['env']} [{entry['setting']}]: resets/s {resets}; steps/s "
-              f"{entry['steps_per_s_ratio_to_fastest_peer']:,.2f}x the fastest peer "
-              f"({entry['fastest_peer_steps']})")
+        resets = ", ".join(
+            f"{ratio:,.1f}x {library}" for library, ratio in entry["resets_per_s_ratio"].items()
+        )
+        print(
+            f"  {entry['env']} [{entry['setting']}]: resets/s {resets}; steps/s "
+            f"{entry['steps_per_s_ratio_to_fastest_peer']:,.2f}x the fastest peer "
+            f"({entry['fastest_peer_steps']})"
+        )
     print("\nGoals (informational):")
     if not goals:
         print("  none evaluated: needs rollenv and the peers measured")
     for goal in goals:
         verdict = "PASS" if goal["passed"] else "FAIL"
-        print(f"  {verdict}  {goal['env']} [{goal['setting']}]: {goal['goal']} "
-              f"(measured {goal['value']})")
+        print(
+            f"  {verdict}  {goal['env']} [{goal['setting']}]: {goal['goal']} "
+            f"(measured {goal['value']})"
+        )
 
 
 # --------------------------------------------------------------------------- provenance
 def library_versions() -> dict[str, str | None]:
     versions: dict[str, str | None] = {}
-    for distribution in ("rollenv", "gym-sokoban", "gym", "gem-llm", "textarena", "gymnasium",
-                         "numpy", "python"):
+    for distribution in (
+        "rollenv",
+        "gym-sokoban",
+        "gym",
+        "gem-llm",
+        "textarena",
+        "gymnasium",
+        "numpy",
+        "python",
+    ):
         if distribution == "python":
             versions[distribution] = platform.python_version()
             continue
@@ -599,8 +739,9 @@ def machine_info() -> dict[str, Any]:
     cpu_model = None
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.exists():
-        model_lines = [line for line in cpuinfo.read_text().splitlines()
-                       if line.startswith("model name")]
+        model_lines = [
+            line for line in cpuinfo.read_text().splitlines() if line.startswith("model name")
+        ]
         cpu_model = model_lines[0].split(":", 1)[1].strip() if model_lines else None
     return {
         "cpu_count": os.cpu_count(),
@@ -616,17 +757,29 @@ def machine_info() -> dict[str, Any]:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="Resets/s, reset latency and steps/s (with text) of rollenv's Sokoban and "
-                    "FrozenLake envs and of gym-sokoban, GEM and TextArena.")
-    parser.add_argument("--quick", action="store_true",
-                        help="small counts: the whole run takes about a minute")
-    parser.add_argument("--repeats", type=int, default=3,
-                        help="measurements per env; the median is reported (default 3)")
-    parser.add_argument("--json", type=Path,
-                        default=REPO_ROOT / "benchmarks" / "results" / "env_throughput.json",
-                        help="where to write every raw number "
-                             "(default benchmarks/results/env_throughput.json)")
-    parser.add_argument("--only", choices=("ours", "peers", "all"), default="all",
-                        help="measure only rollenv, only the peers, or both (default)")
+        "FrozenLake envs and of gym-sokoban, GEM and TextArena."
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="small counts: the whole run takes about a minute"
+    )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=3,
+        help="measurements per env; the median is reported (default 3)",
+    )
+    parser.add_argument(
+        "--json",
+        type=Path,
+        default=REPO_ROOT / "benchmarks" / "results" / "env_throughput.json",
+        help="where to write every raw number (default benchmarks/results/env_throughput.json)",
+    )
+    parser.add_argument(
+        "--only",
+        choices=("ours", "peers", "all"),
+        default="all",
+        help="measure only rollenv, only the peers, or both (default)",
+    )
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
@@ -646,20 +799,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     for factory in factories:
         for adapter in factory():
             if isinstance(adapter, Unavailable):
-                rows.append(RowResult(adapter.library, adapter.name, adapter.setting,
-                                      status=adapter.reason))
+                rows.append(
+                    RowResult(adapter.library, adapter.name, adapter.setting, status=adapter.reason)
+                )
                 continue
             print(f"measuring {adapter.library}: {adapter.name} ...", file=sys.stderr, flush=True)
             rows.append(measure(adapter, budget, args.repeats))
 
     mode = "quick" if args.quick else "full"
-    print_table(rows, f"Env throughput ({mode}, median of {args.repeats}, "
-                      f"{os.cpu_count()} CPUs, Python {platform.python_version()})")
+    print_table(
+        rows,
+        f"Env throughput ({mode}, median of {args.repeats}, "
+        f"{os.cpu_count()} CPUs, Python {platform.python_version()})",
+    )
     ratios, goals = compare(rows)
     print_comparison(ratios, goals)
 
     report = {
-        "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
         "mode": mode,
         "repeats": args.repeats,
         "budget": asdict(budget),
@@ -671,7 +828,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "goals": goals,
     }
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    args.json.write_text(json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n")
     print(f"\nraw numbers: {args.json}")
     return 0
 

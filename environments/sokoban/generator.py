@@ -8,7 +8,8 @@
    backward step undoes one forward move, so a position found at depth ``k`` is solvable, and
    its optimal plan has exactly ``k`` moves.
 4. Draw the difficulty ``k`` uniformly from ``[min_solution_length, max_solution_length]`` and
-   pick a position at depth ``k`` (the deepest one reached if the room has none that deep).
+   pick a position at depth ``k`` with every box off the targets (the deepest such one if the
+   room has none that deep).
 
 Every random choice comes from the ``rng`` passed in, so a seed fixes the puzzle.
 """
@@ -135,14 +136,16 @@ def generate_puzzle(
         walls = carve_room(rng, height, width, min_floor)
         floor = [cell for cell, wall in enumerate(walls) if not wall]
         targets = tuple(sorted(rng.sample(floor, num_boxes)))
+        target_set = set(targets)
         wanted = rng.randint(min_solution_length, max_solution_length)
         levels = backward_levels(bytes(walls), width, targets, wanted)
-        depth = len(levels) - 1
-        if depth < min_solution_length:
-            continue
-        player, boxes = rng.choice(levels[depth])
-        puzzle = Puzzle(height, width, bytes(walls), targets, boxes, player)
-        return GeneratedPuzzle(puzzle, depth, attempt)
+        # every box must start off the targets, or a "2 box" level plays like a 1 box one
+        for depth in range(len(levels) - 1, min_solution_length - 1, -1):
+            candidates = [s for s in levels[depth] if not set(s[1]) & target_set]
+            if candidates:
+                player, boxes = rng.choice(candidates)
+                puzzle = Puzzle(height, width, bytes(walls), targets, boxes, player)
+                return GeneratedPuzzle(puzzle, depth, attempt)
     raise RuntimeError(
         f"no {dim_room} room with {num_boxes} boxes had a puzzle needing "
         f"{min_solution_length} moves in {max_attempts} attempts; lower min_solution_length"
