@@ -137,8 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_envs_command(commands)
     _add_play_command(commands)
     _add_check_command(commands)
-    _add_not_built_command(commands, "train", "Train a model in an environment with RL.")
-    _add_not_built_command(commands, "sft", "Fine-tune a model on oracle episodes (warm start).")
+    _add_train_command(commands)
+    _add_sft_command(commands)
     return parser
 
 
@@ -209,14 +209,59 @@ def _add_check_command(commands: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run_check)
 
 
-def _add_not_built_command(commands: argparse._SubParsersAction, name: str, summary: str) -> None:
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--env",
+        required=True,
+        metavar="ENV",
+        help="a preset (sokoban, frozenlake) or any registered env id",
+    )
+    parser.add_argument("--config", metavar="FILE", help="a YAML config instead of the preset")
+    parser.add_argument("--model", help="smollm2-135m (default), tiny-random, or a model folder")
+    parser.add_argument("--output", metavar="DIR", help="the run folder (train.output_dir)")
+    parser.add_argument("--seed", type=_integer, help="train.seed")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override any config field, e.g. --set algorithm.kl_coef=0.01 (repeatable)",
+    )
+
+
+def _add_train_command(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
-        name,
-        help=f"{summary} (not built yet)",
-        description=f"{summary} Not built yet: it lands with the trainer (the trainer/ issue). "
+        "train",
+        help="Train a model in an environment with RL.",
+        description="Train a policy with RL in a text environment: rollouts, advantages, PPO "
+        "updates, weight sync; metrics in the run folder (TensorBoard, JSONL), checkpoints in "
+        "<run>/checkpoints/step-N. Ctrl-C saves a checkpoint and stops; --resume continues. "
         f"Needs the [train] extra: {INSTALL_COMMANDS['train']}",
     )
-    parser.set_defaults(handler=run_not_built, accepts_any_options=True)
+    _add_run_options(parser)
+    parser.add_argument(
+        "--algo",
+        choices=["starpo", "grpo", "gigpo", "ppo", "rloo", "reinforce++"],
+        help="the algorithm (gigpo switches to window context, ppo to full)",
+    )
+    parser.add_argument("--steps", type=_positive_int, help="train.steps")
+    parser.add_argument(
+        "--resume", action="store_true", help="continue from the newest checkpoint of the run"
+    )
+    parser.set_defaults(handler=run_train)
+
+
+def _add_sft_command(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "sft",
+        help="Fine-tune a model on oracle episodes (warm start).",
+        description="Supervised warm start: the env family's oracle plays episodes in the exact "
+        "prompt format RL uses, and the model learns its replies. "
+        f"Needs the [train] extra: {INSTALL_COMMANDS['train']}",
+    )
+    _add_run_options(parser)
+    parser.add_argument("--episodes", type=_positive_int, help="sft.episodes")
+    parser.set_defaults(handler=run_sft)
 
 
 # ---------------------------------------------------------------------------------- main
@@ -549,15 +594,27 @@ def _check_verdict(
 
 
 # ---------------------------------------------------------------------------------- train, sft
-def run_not_built(args: argparse.Namespace) -> int:
-    """``roll-agent train`` / ``sft``: placeholders until the trainer lands."""
+def run_train(args: argparse.Namespace) -> int:
+    """``roll-agent train``: builds the config and runs the pipeline."""
     require_extra("torch", "train")
-    print(
-        f"{PROG} {args.command} is not built yet: training lands with the trainer "
-        "(see the trainer/ issue).",
-        file=sys.stderr,
-    )
-    return USAGE_ERROR
+    return _run_with_config(args, "run_train")
+
+
+def run_sft(args: argparse.Namespace) -> int:
+    """``roll-agent sft``: supervised warm start on oracle episodes."""
+    require_extra("torch", "train")
+    return _run_with_config(args, "run_sft")
+
+
+def _run_with_config(args: argparse.Namespace, function: str) -> int:
+    from rollenv import UnknownEnvError
+    from trainer import launch
+    from trainer.config import ConfigError
+
+    try:
+        return getattr(launch, function)(args)
+    except (ConfigError, UnknownEnvError) as error:
+        raise UsageError(str(error)) from None
 
 
 # ---------------------------------------------------------------------------------- output

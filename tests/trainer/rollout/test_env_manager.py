@@ -1,0 +1,117 @@
+"""The env manager with a real (tiny, random) model: token in, token out, groups, windows."""
+
+from __future__ import annotations
+
+import pytest
+
+from rollenv.policies import oracle_for
+from trainer.generation import HFGenerator, SamplingParams
+from trainer.models import load_model
+from trainer.rollout.chat_tokens import ChatTokens
+from trainer.rollout.env_manager import EnvManager
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return load_model("tiny-random", seed=0)
+
+
+class Recording:
+    """A generator proxy that keeps every prompt and output it passed on."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.calls = []
+
+    def generate(self, prompts, params):
+        outputs = self.inner.generate(prompts, params)
+        self.calls.append(([list(p) for p in prompts], outputs))
+        return outputs
+
+    def update_weights(self, state_dict):
+        self.inner.update_weights(state_dict)
+
+
+def _manager(tiny, **kwargs):
+    model, tokenizer = tiny
+    generator = Recording(HFGenerator(model, tokenizer))
+    sampling = SamplingParams(max_new_tokens=12, stop_token_ids=(tokenizer.eos_token_id,), seed=1)
+    settings = {"group_size": 3, "max_turns": 3, "sampling": sampling} | kwargs
+    return EnvManager("Sokoban-v0", tokenizer, generator, **settings), generator
+
+
+def test_full_context_keeps_the_exact_sampled_ids(tiny):
+    manager, generator = _manager(tiny, context="full")
+    trajectories = manager.rollout(seeds=[5, 6])
+    assert len(trajectories) == 6
+    assert [t.group_id for t in trajectories] == [0, 0, 0, 1, 1, 1]
+    for trajectory in trajectories:
+        assert len(trajectory.samples) == 1 and trajectory.finish_reason
+        sample = trajectory.samples[0]
+        sampled = [t for t, m in zip(sample.token_ids, sample.loss_mask, strict=True) if m]
+        # what the generator returned for this episode, turn after turn
+        # (group members share their first prompt: an episode's own reply is the one its
+        # sequence continues with)
+        replies = []
+        for prompts, outputs in generator.calls:
+            for prompt, output in zip(prompts, outputs, strict=True):
+                start, end = len(prompt), len(prompt) + len(output.token_ids)
+                if (
+                    sample.token_ids[:start] == prompt
+                    and sample.token_ids[start:end] == output.token_ids
+                ):
+                    replies += output.token_ids
+                    assert sample.logprobs[start:end] == pytest.approx(output.logprobs)
+                    break
+        assert sampled == replies
+        turns = {t for t in sample.turn_of_token if t >= 0}
+        assert turns == set(range(len(trajectory.turns)))
+
+
+def test_group_members_start_from_the_same_state(tiny):
+    manager, _ = _manager(tiny)
+    trajectories = manager.rollout(seeds=[11, 12])
+    starts = [t.anchors_start[0] for t in trajectories]
+    assert starts[0] == starts[1] == starts[2] and starts[3] == starts[4] == starts[5]
+    assert starts[0] != starts[3]
+
+
+def test_full_context_tokens_match_the_chat_template(tiny):
+    _, tokenizer = tiny
+    manager, _ = _manager(tiny, context="full", group_size=1, max_turns=10)
+    trajectory = manager.rollout(seeds=[3], policy=oracle_for)[0]
+    assert trajectory.finish_reason == "terminated" and len(trajectory.turns) >= 2
+    messages = manager._envs[0].messages[:-1]  # the last observation came after the end
+    rendered = tokenizer.apply_chat_template(messages, tokenize=False)
+    # built turn by turn, the sequence reads exactly as the template renders the whole chat
+    assert tokenizer.decode(trajectory.samples[0].token_ids) == rendered.removesuffix("\n")
+
+
+def test_window_context_has_one_sample_per_turn_and_a_bounded_prompt(tiny):
+    model, tokenizer = tiny
+    manager, _ = _manager(tiny, context="window", window=1, group_size=2, max_turns=4)
+    trajectories = manager.rollout(seeds=[2])
+    for trajectory in trajectories:
+        assert len(trajectory.samples) == len(trajectory.turns)
+        for turn, sample in enumerate(trajectory.samples):
+            assert {t for t in sample.turn_of_token if t >= 0} == {turn}
+            prompt = tokenizer.decode(
+                [t for t, m in zip(sample.token_ids, sample.loss_mask, strict=True) if not m]
+            )
+            assert prompt.count("<|im_start|>assistant") <= 2  # one kept turn + the open one
+
+
+def test_oracle_replies_solve_every_episode(tiny):
+    manager, _ = _manager(tiny, group_size=1, max_turns=10)
+    trajectories = manager.rollout(seeds=list(range(8)), policy=oracle_for)
+    assert all(t.success for t in trajectories)
+    assert all(turn.metrics["action_is_valid"] for t in trajectories for turn in t.turns)
+
+
+def test_chat_tokens_close_a_cut_reply(tiny):
+    _, tokenizer = tiny
+    chat = ChatTokens(tokenizer)
+    after_stop = tokenizer.decode(chat.next_turn("obs", reply_ended_turn=True))
+    after_cut = tokenizer.decode(chat.next_turn("obs", reply_ended_turn=False))
+    assert after_cut == "<|im_end|>" + after_stop
+    assert after_stop == "\n<|im_start|>user\nobs<|im_end|>\n<|im_start|>assistant\n"

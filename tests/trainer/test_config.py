@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+import pytest
+
+from trainer.config import ConfigError, load_config, preset_names
+
+
+def test_presets_load_and_validate():
+    assert {"sokoban", "frozenlake"} <= set(preset_names())
+    for name in preset_names():
+        config = load_config(name)
+        assert config.env.group_size > 0
+
+
+def test_overrides_reach_nested_fields_and_parse_yaml_values():
+    config = load_config(
+        "sokoban",
+        [
+            "optim.lr=3e-4",
+            "env.kwargs={dim_room: [7, 7]}",
+            "model.lora=null",
+            "train.loggers=[jsonl]",
+        ],
+    )
+    assert config.optim.lr == pytest.approx(3e-4)
+    assert config.env.kwargs == {"dim_room": [7, 7]}
+    assert config.model.lora is None
+    assert config.train.loggers == ["jsonl"]
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("env.group_size=0", "env.group_size: Input should be greater than 0 (got 0)"),
+        (
+            "algorithm.name=dqn",
+            "algorithm.name: Input should be 'starpo', 'grpo', 'gigpo', 'ppo', "
+            "'rloo' or 'reinforce++' (got 'dqn')",
+        ),
+        ("optim.learning_rate=1", "optim.learning_rate: unknown field"),
+        (
+            "algorithm.aggregation=mean",
+            "'token-mean', 'seq-mean-token-mean' or 'seq-mean-token-sum'",
+        ),
+        ("algorithm.name=gigpo", "set env.context=window"),
+        ("train.steps", "--set expects key=value"),
+    ],
+)
+def test_bad_values_name_the_field_and_what_is_allowed(override, message):
+    with pytest.raises(ConfigError) as excinfo:
+        load_config("sokoban", [override])
+    assert message in str(excinfo.value)
+    assert "\n" not in str(excinfo.value)
+
+
+def test_unknown_preset_lists_the_presets():
+    with pytest.raises(ConfigError, match="no preset 'chess'; presets: .*sokoban"):
+        load_config("chess")
+
+
+def test_defaults_without_a_preset():
+    config = load_config(None, ["env.id=FrozenLake-v0"])
+    assert config.env.id == "FrozenLake-v0" and config.algorithm.name == "starpo"

@@ -1,0 +1,135 @@
+"""``roll-agent train`` for real: two steps, a checkpoint transformers loads, an exact resume."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file
+
+# a fixed 3x3 lake and replies constrained to the action words: returns differ within a group,
+# so the advantages and the updates are not zero
+SMALL = [
+    "--model",
+    "tiny-random",
+    "--set",
+    "env.kwargs={desc: [SFF, FHF, FFG], answer_format: {tag: null}}",
+    "--set",
+    "env.constrain_to_actions=true",
+    "--set",
+    "model.lora=null",
+    "--set",
+    "env.group_size=2",
+    "--set",
+    "env.groups_per_step=2",
+    "--set",
+    "env.max_turns=4",
+    "--set",
+    "sampling.max_new_tokens=1",
+    "--set",
+    "train.checkpoint_every=1",
+    "--set",
+    "train.loggers=[jsonl]",
+    "--set",
+    "optim.lr=1e-3",
+]
+
+
+def _train(output: Path, steps: int, *extra: str) -> subprocess.CompletedProcess:
+    command = [
+        sys.executable,
+        "-m",
+        "trainer.cli",
+        "train",
+        "--env",
+        "FrozenLake-v0",
+        "--steps",
+        str(steps),
+        "--output",
+        str(output),
+        *SMALL,
+        *extra,
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result
+
+
+def _weights(run: Path, step: int) -> dict[str, torch.Tensor]:
+    return load_file(run / "checkpoints" / f"step-{step}" / "model" / "model.safetensors")
+
+
+def test_two_steps_checkpoint_then_exact_resume(tmp_path):
+    interrupted, straight = tmp_path / "interrupted", tmp_path / "straight"
+    _train(interrupted, 2)
+    checkpoint = interrupted / "checkpoints" / "step-2"
+    assert (checkpoint / "COMPLETE").is_file()
+
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(checkpoint / "model")
+    tokenizer = AutoTokenizer.from_pretrained(checkpoint / "model")
+    ids = tokenizer.apply_chat_template([{"role": "user", "content": "hi"}], return_tensors="pt")
+    assert (
+        model(ids if isinstance(ids, torch.Tensor) else ids["input_ids"]).logits.shape[-1] == 49152
+    )
+
+    resumed = _train(interrupted, 3, "--resume")
+    assert "Resumed from" in resumed.stdout and "at step 2" in resumed.stdout
+    assert "step 3/3" in resumed.stdout and "step 1/3" not in resumed.stdout
+    _train(straight, 3)
+
+    # a run stopped after step 2 and resumed ends exactly where an uninterrupted run ends
+    after_resume, uninterrupted = _weights(interrupted, 3), _weights(straight, 3)
+    assert after_resume.keys() == uninterrupted.keys()
+    assert all(torch.equal(after_resume[k], uninterrupted[k]) for k in uninterrupted)
+    assert not all(torch.equal(_weights(straight, 1)[k], uninterrupted[k]) for k in uninterrupted)
+    optimizer_a = torch.load(interrupted / "checkpoints/step-3/strategy.pt", weights_only=False)
+    optimizer_b = torch.load(straight / "checkpoints/step-3/strategy.pt", weights_only=False)
+    state_a, state_b = optimizer_a["optimizer"]["state"], optimizer_b["optimizer"]["state"]
+    assert state_a.keys() == state_b.keys()
+    for key in state_b:
+        assert torch.equal(state_a[key]["exp_avg"], state_b[key]["exp_avg"])
+        assert float(state_a[key]["step"]) == float(state_b[key]["step"]) == 3.0
+
+    # the metrics of the resumed run continue the interrupted one, one line per step
+    steps = [json.loads(line)["step"] for line in (interrupted / "metrics.jsonl").open()]
+    assert steps == [1, 2, 3]
+
+
+def test_bad_config_is_one_clear_line(tmp_path):
+    command = [
+        sys.executable,
+        "-m",
+        "trainer.cli",
+        "train",
+        "--env",
+        "sokoban",
+        "--output",
+        str(tmp_path),
+        "--set",
+        "env.context=sideways",
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert "env.context: Input should be 'full' or 'window' (got 'sideways')" in result.stderr
+    assert "Traceback" not in result.stderr
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trainer.cli",
+            "train",
+            "--env",
+            "sokobn",
+            "--output",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2 and "Did you mean" in result.stderr

@@ -1,0 +1,88 @@
+"""``TokenBatch``: what one policy update trains on, and how it is cut into micro-batches.
+
+Sequences stay unpadded until a micro-batch is built; micro-batches are filled up to a token
+budget (padded length x rows), longest sequences first, so padding stays small.
+
+Every per-token field is aligned with ``token_ids``: entry ``t`` concerns token ``t`` (its
+log-prob is ``log p(token_t | tokens_<t)``; entry 0 is always masked out).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import torch
+
+
+@dataclass
+class TokenBatch:
+    """Sequences and their per-token training signals (1-D float tensors, one per sequence)."""
+
+    token_ids: list[list[int]]
+    loss_mask: list[torch.Tensor]
+    advantages: list[torch.Tensor]
+    old_logprobs: list[torch.Tensor]
+    ref_logprobs: list[torch.Tensor] | None = None
+    old_values: list[torch.Tensor] | None = None
+    returns: list[torch.Tensor] | None = None
+    extra: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.token_ids)
+
+    def select(self, indices: list[int]) -> TokenBatch:
+        """The sub-batch of the given sequences."""
+
+        def pick(values: list | None) -> list | None:
+            return None if values is None else [values[i] for i in indices]
+
+        return TokenBatch(
+            token_ids=pick(self.token_ids),
+            loss_mask=pick(self.loss_mask),
+            advantages=pick(self.advantages),
+            old_logprobs=pick(self.old_logprobs),
+            ref_logprobs=pick(self.ref_logprobs),
+            old_values=pick(self.old_values),
+            returns=pick(self.returns),
+        )
+
+    @property
+    def valid_tokens(self) -> int:
+        return int(sum(float(m.sum()) for m in self.loss_mask))
+
+
+def micro_batches(lengths: list[int], token_budget: int) -> Iterator[list[int]]:
+    """Groups sequence indices so each group's padded size (rows x longest) fits the budget.
+
+    A sequence longer than the budget gets a group of its own.
+    """
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    group: list[int] = []
+    for index in order:
+        longest = lengths[group[0]] if group else lengths[index]
+        if group and longest * (len(group) + 1) > token_budget:
+            yield group
+            group = []
+        group.append(index)
+    if group:
+        yield group
+
+
+def pad(sequences: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-pads token ids; returns ``(input_ids, attention_mask)``."""
+    longest = max(len(s) for s in sequences)
+    ids = torch.full((len(sequences), longest), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(sequences), longest), dtype=torch.long)
+    for row, sequence in enumerate(sequences):
+        ids[row, : len(sequence)] = torch.tensor(sequence, dtype=torch.long)
+        mask[row, : len(sequence)] = 1
+    return ids, mask
+
+
+def pad_values(values: list[torch.Tensor], length: int) -> torch.Tensor:
+    """Right-pads 1-D tensors with zeros into a ``(rows, length)`` tensor."""
+    out = torch.zeros((len(values), length), dtype=torch.float32)
+    for row, value in enumerate(values):
+        out[row, : value.numel()] = value
+    return out

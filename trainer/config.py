@@ -1,0 +1,198 @@
+"""Typed training configuration: YAML presets, CLI flags and ``--set key=value`` overrides.
+
+Every field is checked by pydantic; a bad value becomes one ``ConfigError`` line naming the
+field, what was given and what is allowed, never a traceback.
+
+Example:
+    >>> overrides = ["algorithm.name=gigpo", "env.context=window", "train.steps=3"]
+    >>> config = load_config("sokoban", overrides)
+    >>> config.algorithm.name, config.train.steps, config.env.id
+    ('gigpo', 3, 'Sokoban-v0')
+    >>> load_config("sokoban", overrides=["env.context=sideways"])
+    Traceback (most recent call last):
+    ...
+    trainer.config.ConfigError: env.context: Input should be 'full' or 'window' (got 'sideways')
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+AlgorithmName = Literal["starpo", "grpo", "gigpo", "ppo", "rloo", "reinforce++"]
+
+
+class ConfigError(ValueError):
+    """A configuration value a user gave is not allowed; the message says which and why."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LoraConfig(_Section):
+    r: int = Field(8, gt=0)
+    alpha: int = Field(16, gt=0)
+    dropout: float = Field(0.0, ge=0.0, lt=1.0)
+    target_modules: list[str] = ["q_proj", "v_proj"]
+
+
+class ModelConfig(_Section):
+    name: str = "smollm2-135m"
+    lora: LoraConfig | None = None
+
+
+class EnvConfig(_Section):
+    id: str = "Sokoban-v0"
+    kwargs: dict[str, Any] = {}
+    group_size: int = Field(8, gt=0)
+    groups_per_step: int = Field(4, gt=0)
+    max_turns: int = Field(10, gt=0)
+    context: Literal["full", "window"] = "full"
+    window: int = Field(2, ge=0)
+    max_context_tokens: int = Field(2048, gt=0)
+    constrain_to_actions: bool = False
+
+
+class SamplingConfig(_Section):
+    max_new_tokens: int = Field(64, gt=0)
+    temperature: float = Field(1.0, ge=0.0)
+    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    top_k: int = Field(0, ge=0)
+
+
+class AlgorithmConfig(_Section):
+    name: AlgorithmName = "starpo"
+    gamma: float = Field(0.95, ge=0.0, le=1.0)
+    gae_lambda: float = Field(0.95, ge=0.0, le=1.0)
+    step_weight: float = 1.0
+    std_normalize: bool = True
+    starpo_s_keep: float | None = Field(None, gt=0.0, le=1.0)
+    clip_low: float = Field(0.2, ge=0.0)
+    clip_high: float = Field(0.2, ge=0.0)
+    dual_clip: float | None = Field(3.0, gt=1.0)
+    aggregation: Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum"] = "token-mean"
+    kl_coef: float = Field(0.0, ge=0.0)
+    kl_estimator: Literal["k1", "k2", "k3"] = "k3"
+    kl_mode: Literal["loss", "reward"] = "loss"
+    entropy_coef: float = Field(0.0, ge=0.0)
+    value_coef: float = Field(0.5, ge=0.0)
+    ppo_epochs: int = Field(1, gt=0)
+    minibatches: int = Field(1, gt=0)
+
+
+class OptimConfig(_Section):
+    lr: float = Field(1e-5, gt=0.0)
+    weight_decay: float = Field(0.0, ge=0.0)
+    grad_clip: float | None = Field(1.0, gt=0.0)
+    micro_batch_tokens: int = Field(4096, gt=0)
+
+
+class TrainConfig(_Section):
+    steps: int = Field(100, gt=0)
+    seed: int = 0
+    output_dir: str = "runs/latest"
+    eval_every: int = Field(0, ge=0)
+    eval_groups: int = Field(16, gt=0)
+    checkpoint_every: int = Field(10, ge=0)
+    loggers: list[Literal["tensorboard", "jsonl", "wandb", "swanlab"]] = ["tensorboard", "jsonl"]
+
+
+class SftConfig(_Section):
+    episodes: int = Field(256, gt=0)
+    epochs: int = Field(1, gt=0)
+    lr: float = Field(1e-4, gt=0.0)
+    batch_sequences: int = Field(16, gt=0)
+
+
+class Config(_Section):
+    """Everything a run needs; ``roll-agent train`` builds one from a preset and overrides."""
+
+    model: ModelConfig = ModelConfig()
+    env: EnvConfig = EnvConfig()
+    sampling: SamplingConfig = SamplingConfig()
+    algorithm: AlgorithmConfig = AlgorithmConfig()
+    optim: OptimConfig = OptimConfig()
+    train: TrainConfig = TrainConfig()
+    sft: SftConfig = SftConfig()
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Config:
+        if self.algorithm.name == "ppo" and self.env.context != "full":
+            raise ValueError(
+                "algorithm.name=ppo trains a critic over whole episodes: set env.context=full"
+            )
+        if self.algorithm.name == "gigpo" and self.env.context != "window":
+            raise ValueError("algorithm.name=gigpo groups steps by state: set env.context=window")
+        if self.algorithm.minibatches > self.env.group_size * self.env.groups_per_step:
+            raise ValueError("algorithm.minibatches is larger than the number of episodes per step")
+        return self
+
+
+def preset_names() -> list[str]:
+    """Names of the YAML presets shipped in ``trainer/presets``."""
+    folder = resources.files("trainer") / "presets"
+    return sorted(p.name[: -len(".yaml")] for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
+def _read_preset(name: str) -> dict[str, Any]:
+    path = Path(name)
+    if path.suffix in (".yaml", ".yml") and path.exists():
+        return yaml.safe_load(path.read_text()) or {}
+    if name not in preset_names():
+        raise ConfigError(
+            f"no preset {name!r}; presets: {', '.join(preset_names())} (or a .yaml file)"
+        )
+    return (
+        yaml.safe_load((resources.files("trainer") / "presets" / f"{name}.yaml").read_text()) or {}
+    )
+
+
+def _set_dotted(tree: dict[str, Any], assignment: str) -> None:
+    key, sep, raw = assignment.partition("=")
+    if not sep or not key:
+        raise ConfigError(f"--set expects key=value (e.g. train.steps=10), got {assignment!r}")
+    *parents, leaf = key.strip().split(".")
+    node = tree
+    for part in parents:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"--set {key}: {part!r} is a value, not a section")
+        node = child
+    node[leaf] = yaml.safe_load(raw) if raw.strip() else ""
+
+
+def _format(error: ValidationError) -> str:
+    lines = []
+    for item in error.errors():
+        where = ".".join(str(p) for p in item["loc"]) or "config"
+        message = item["msg"].removeprefix("Value error, ")
+        if item["type"] == "extra_forbidden":
+            message = "unknown field"
+        got = (
+            ""
+            if item["type"] in ("extra_forbidden", "value_error")
+            else f" (got {item['input']!r})"
+        )
+        lines.append(f"{where}: {message}{got}")
+    return "; ".join(lines)
+
+
+def build_config(tree: dict[str, Any]) -> Config:
+    """Validates a nested dict into a ``Config``; raises ``ConfigError`` with a clear message."""
+    try:
+        return Config.model_validate(tree)
+    except ValidationError as error:
+        raise ConfigError(_format(error)) from None
+
+
+def load_config(preset: str | None, overrides: list[str] | None = None) -> Config:
+    """A preset (name or YAML file; ``None``: the defaults) with ``key=value`` overrides applied."""
+    tree = {} if preset is None else _read_preset(preset)
+    for assignment in overrides or []:
+        _set_dotted(tree, assignment)
+    return build_config(tree)

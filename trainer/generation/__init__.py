@@ -1,0 +1,60 @@
+"""Generation backends behind one interface: token ids in, sampled token ids and log-probs out.
+
+``make_generator`` builds a backend by name; every backend satisfies the :class:`Generator`
+protocol of :mod:`trainer.generation.base`.
+
+Example:
+    >>> from trainer.generation import make_generator
+    >>> make_generator("vllm-typo", None, None)
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown generation backend 'vllm-typo'; available: 'hf'
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from trainer.generation.base import GenerationOutput, Generator, SamplingParams
+from trainer.generation.hf import HFGenerator
+
+__all__ = [
+    "BACKENDS",
+    "GenerationOutput",
+    "Generator",
+    "HFGenerator",
+    "SamplingParams",
+    "make_generator",
+]
+
+#: Backend name -> ``"module:Class"``, imported only when that backend is asked for (so a GPU
+#: engine's heavy imports cost nothing to those who do not use it).
+BACKENDS: dict[str, str] = {
+    "hf": "trainer.generation.hf:HFGenerator",
+}
+
+
+def make_generator(backend: str, model: Any, tokenizer: Any, **kwargs: Any) -> Generator:
+    """Builds the generation backend named ``backend``.
+
+    Args:
+        backend: one of :data:`BACKENDS` (``"hf"``: in-process transformers, the default).
+        model: the model the backend generates with (it takes ownership of it).
+        tokenizer: its tokenizer.
+        **kwargs: passed to the backend's constructor (for ``"hf"``: ``device``,
+            ``max_batch_size``).
+
+    Returns:
+        The backend, a :class:`Generator`.
+
+    Raises:
+        ValueError: ``backend`` is not a known backend; the message lists those there are.
+    """
+    target = BACKENDS.get(str(backend).strip().lower())
+    if target is None:
+        available = ", ".join(repr(name) for name in BACKENDS)
+        raise ValueError(f"unknown generation backend {backend!r}; available: {available}")
+    module_name, _, class_name = target.partition(":")
+    cls = getattr(importlib.import_module(module_name), class_name)
+    return cls(model, tokenizer, **kwargs)

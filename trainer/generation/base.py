@@ -1,0 +1,63 @@
+"""The ``Generator`` interface: prompts as token ids in, sampled token ids and log-probs out.
+
+Token in, token out: a trajectory keeps exactly the ids a generator sampled, and the model's
+output is never re-tokenised. ``logprobs[i]`` is the log-probability of ``token_ids[i]`` under
+the policy's sampling distribution, ``log_softmax(logits / temperature)``, before any top-k,
+top-p or allowed-token truncation: the same quantity the trainer recomputes for PPO ratios.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+import torch
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """How to sample one reply.
+
+    Attributes:
+        max_new_tokens: most tokens to generate per prompt.
+        temperature: softmax temperature; 0 means greedy.
+        top_p: nucleus sampling mass (1.0 keeps every token).
+        top_k: keep only the k most likely tokens (0 keeps every token).
+        stop_token_ids: generation of a prompt stops after sampling one of these (kept in the
+            output, as the end of the assistant turn).
+        allowed_token_ids: if set, sample only among these ids (constrained decoding).
+        seed: seeds the sampling of this call.
+    """
+
+    max_new_tokens: int = 64
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    stop_token_ids: tuple[int, ...] = ()
+    allowed_token_ids: tuple[int, ...] | None = None
+    seed: int | None = None
+
+
+@dataclass
+class GenerationOutput:
+    """One prompt's reply."""
+
+    token_ids: list[int]
+    logprobs: list[float]
+    finish_reason: Literal["stop", "length"]
+    extra: dict = field(default_factory=dict)
+
+
+class Generator(Protocol):
+    """What every generation backend offers (in-process HF, vLLM, SGLang, OpenAI-compatible)."""
+
+    def generate(
+        self, prompts: Sequence[Sequence[int]], params: SamplingParams
+    ) -> list[GenerationOutput]:
+        """Samples one reply per prompt; outputs are in the order of ``prompts``."""
+        ...
+
+    def update_weights(self, state_dict: Mapping[str, torch.Tensor]) -> None:
+        """Loads new policy weights (full, un-sharded, merged if LoRA was trained)."""
+        ...

@@ -1,0 +1,76 @@
+"""Metrics of a run: JSONL and TensorBoard in the run folder; W&B or SwanLab when asked for."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+
+class MissingExtraError(RuntimeError):
+    """An optional package a setting needs is not installed; the message names the install."""
+
+
+class MetricsLogger:
+    """Writes one record per step to every configured sink.
+
+    Args:
+        run_dir: the run folder (``metrics.jsonl`` and ``tensorboard/`` go there).
+        loggers: any of ``tensorboard``, ``jsonl``, ``wandb``, ``swanlab``.
+        config: the run's config, recorded by W&B / SwanLab.
+    """
+
+    def __init__(self, run_dir: Path, loggers: list[str], config: dict[str, Any] | None = None):
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._jsonl = None
+        if "jsonl" in loggers:  # kept open for the run, closed by close()
+            self._jsonl = open(self.run_dir / "metrics.jsonl", "a")  # noqa: SIM115
+        self._tensorboard = None
+        self._wandb = None
+        self._swanlab = None
+        if "tensorboard" in loggers:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+            except ImportError:
+                raise MissingExtraError(
+                    "TensorBoard logging needs tensorboard: pip install tensorboard"
+                ) from None
+            self._tensorboard = SummaryWriter(str(self.run_dir / "tensorboard"))
+        if "wandb" in loggers:
+            try:
+                import wandb
+            except ImportError:
+                raise MissingExtraError("train.loggers has wandb: pip install wandb") from None
+            self._wandb = wandb.init(project="rollenv", dir=str(self.run_dir), config=config)
+        if "swanlab" in loggers:
+            try:
+                import swanlab
+            except ImportError:
+                raise MissingExtraError("train.loggers has swanlab: pip install swanlab") from None
+            self._swanlab = swanlab.init(project="rollenv", config=config)
+
+    def log(self, step: int, metrics: dict[str, float]) -> None:
+        clean = {
+            k: float(v) for k, v in metrics.items() if v is not None and math.isfinite(float(v))
+        }
+        if self._jsonl is not None:
+            self._jsonl.write(json.dumps({"step": step, **clean}) + "\n")
+            self._jsonl.flush()
+        if self._tensorboard is not None:
+            for name, value in clean.items():
+                self._tensorboard.add_scalar(name, value, step)
+            self._tensorboard.flush()
+        if self._wandb is not None:
+            self._wandb.log(clean, step=step)
+        if self._swanlab is not None:
+            self._swanlab.log(clean, step=step)
+
+    def close(self) -> None:
+        if self._jsonl is not None:
+            self._jsonl.close()
+        if self._tensorboard is not None:
+            self._tensorboard.close()
+        if self._wandb is not None:
+            self._wandb.finish()

@@ -1,0 +1,391 @@
+"""The single controller: one training step is rollout -> log-probs -> advantages -> update -> sync.
+
+    for step in steps:
+        trajectories = env_manager.rollout(seeds of this step)       # groups share a seed
+        old, ref     = strategy.sequence_logprobs(samples), strategy.reference_logprobs(samples)
+        advantages   = assign_credit(trajectories, rewards, algorithm)
+        for epoch, minibatch: strategy.train_step(minibatch)        # PPO-clipped updates
+        generator.update_weights(strategy.inference_state_dict())  # weight sync
+        metrics; every N steps: evaluation on held-out seeds, an atomic checkpoint
+
+Seeds and sampling randomness derive from ``(train.seed, step)``, so a resumed run samples
+exactly what an uninterrupted one would have. Ctrl-C finishes the current step, saves a
+checkpoint and stops; a second Ctrl-C stops at once.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from trainer.algorithms import kl_penalty, starpo_s_filter
+from trainer.batch import TokenBatch
+from trainer.checkpoint import checkpoint_step, latest_checkpoint, save_checkpoint
+from trainer.config import Config, ConfigError
+from trainer.credit import assign_credit, samples_of
+from trainer.generation import HFGenerator, SamplingParams
+from trainer.metrics import MetricsLogger
+from trainer.models import load_model
+from trainer.rollout.env_manager import EnvManager
+from trainer.rollout.trajectory import Trajectory
+from trainer.strategies.torch_strategy import LoraSettings, LossSettings, TorchStrategy
+
+#: training seeds start here, evaluation seeds are 0, 1, 2, ...: the two never meet
+TRAIN_SEED_BASE = 1_000_000
+
+
+def step_seeds(seed: int, step: int, groups: int) -> list[int]:
+    """The reset seeds of a training step's groups (the run's data order)."""
+    rng = random.Random(f"{seed}-{step}")
+    return [rng.randrange(TRAIN_SEED_BASE, 2**31) for _ in range(groups)]
+
+
+def action_token_ids(tokenizer: Any, words: tuple[str, ...]) -> tuple[int, ...]:
+    """The constrained vocabulary: every token of the env's action words.
+
+    When every word is a single token, one sampled token is a whole action; otherwise the
+    end-of-turn token is allowed too, to end a word of several tokens.
+    """
+    encoded = [tokenizer.encode(word, add_special_tokens=False) for word in words]
+    ids = {token for tokens in encoded for token in tokens}
+    if any(len(tokens) > 1 for tokens in encoded):
+        ids.add(tokenizer.eos_token_id)
+    return tuple(sorted(ids))
+
+
+def rollout_metrics(trajectories: list[Trajectory], prefix: str) -> dict[str, float]:
+    """Success, validity, effectiveness, turns, reward and token counts of some episodes."""
+    turns = [turn for t in trajectories for turn in t.turns]
+    n_turns = max(len(turns), 1)
+    finish: dict[str, int] = {}
+    for t in trajectories:
+        finish[t.finish_reason] = finish.get(t.finish_reason, 0) + 1
+    metrics = {
+        f"{prefix}/success": float(np.mean([t.success for t in trajectories])),
+        f"{prefix}/return": float(np.mean([t.episode_return for t in trajectories])),
+        f"{prefix}/turns": float(np.mean([len(t.turns) for t in trajectories])),
+        f"{prefix}/valid_action_rate": sum(x.metrics["action_is_valid"] for x in turns) / n_turns,
+        f"{prefix}/effective_action_rate": sum(x.metrics["action_is_effective"] for x in turns)
+        / n_turns,
+        f"{prefix}/response_tokens_per_turn": sum(x.response_tokens for x in turns) / n_turns,
+        f"{prefix}/prompt_tokens_per_turn": sum(x.prompt_tokens for x in turns) / n_turns,
+    }
+    for reason, count in finish.items():
+        metrics[f"{prefix}/finished_{reason}"] = count / len(trajectories)
+    return metrics
+
+
+class _StopRequest:
+    """Turns the first Ctrl-C into a request to stop after the current step."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        def handle(signum: int, frame: Any) -> None:
+            if self.requested:
+                raise KeyboardInterrupt
+            self.requested = True
+            print(
+                "\nStopping after this step and saving a checkpoint "
+                "(Ctrl-C again to quit without saving)...",
+                file=sys.stderr,
+            )
+
+        try:
+            previous = signal.signal(signal.SIGINT, handle)
+        except ValueError:  # not the main thread: no handler, Ctrl-C behaves as usual
+            yield
+            return
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+
+class Pipeline:
+    """Trains a policy in one env with one algorithm, as ``config`` says.
+
+    Args:
+        config: the run's configuration.
+        resume: continue from the newest complete checkpoint in ``train.output_dir``.
+        log: where progress lines go (``print`` by default; ``None`` for silence).
+    """
+
+    def __init__(
+        self, config: Config, *, resume: bool = False, log: Callable[[str], None] | None = print
+    ):
+        self.config = config
+        self.run_dir = Path(config.train.output_dir)
+        self._log = log or (lambda message: None)
+        torch.manual_seed(config.train.seed)
+        random.seed(config.train.seed)
+        np.random.seed(config.train.seed % 2**32)
+
+        self._log(f"Loading model {config.model.name}...")
+        policy, self.tokenizer = load_model(config.model.name, seed=config.train.seed)
+        self.generator = HFGenerator(copy.deepcopy(policy).eval(), self.tokenizer)
+        algorithm = config.algorithm
+        lora = config.model.lora
+        self.strategy = TorchStrategy(
+            policy,
+            pad_id=self.tokenizer.pad_token_id,
+            loss=LossSettings(
+                clip_low=algorithm.clip_low,
+                clip_high=algorithm.clip_high,
+                dual_clip=algorithm.dual_clip,
+                aggregation=algorithm.aggregation,
+                kl_coef=algorithm.kl_coef,
+                kl_estimator=algorithm.kl_estimator,
+                kl_in_loss=algorithm.kl_mode == "loss",
+                entropy_coef=algorithm.entropy_coef,
+                value_coef=algorithm.value_coef,
+                temperature=max(config.sampling.temperature, 1e-6),
+            ),
+            lr=config.optim.lr,
+            weight_decay=config.optim.weight_decay,
+            grad_clip=config.optim.grad_clip,
+            micro_batch_tokens=config.optim.micro_batch_tokens,
+            lora=None
+            if lora is None
+            else LoraSettings(
+                r=lora.r,
+                alpha=lora.alpha,
+                dropout=lora.dropout,
+                target_modules=tuple(lora.target_modules),
+            ),
+            value_head=algorithm.name == "ppo",
+            reference=algorithm.kl_coef > 0,
+        )
+        self.manager = self._env_manager(config.env.group_size, greedy=False)
+        self.eval_manager = self._env_manager(1, greedy=True)
+        self.step = 0
+        self.metrics = MetricsLogger(self.run_dir, config.train.loggers, config.model_dump())
+        if resume:
+            self._resume()
+
+    def _env_manager(self, group_size: int, *, greedy: bool) -> EnvManager:
+        env = self.config.env
+        sampling = self.config.sampling
+        manager = EnvManager(
+            env.id,
+            self.tokenizer,
+            self.generator,
+            env_kwargs=env.kwargs,
+            group_size=group_size,
+            max_turns=env.max_turns,
+            context=env.context,
+            window=env.window,
+            max_context_tokens=env.max_context_tokens,
+        )
+        allowed = None
+        if env.constrain_to_actions:
+            inner = manager.make_env().unwrapped
+            if inner.answer_format.tag is not None:
+                raise ConfigError(
+                    "env.constrain_to_actions samples only action words, which this env's "
+                    "answer format rejects: set env.kwargs.answer_format.tag=null"
+                )
+            allowed = action_token_ids(self.tokenizer, inner.action_words)
+        manager.sampling = SamplingParams(
+            max_new_tokens=sampling.max_new_tokens,
+            temperature=0.0 if greedy else sampling.temperature,
+            top_p=sampling.top_p,
+            top_k=sampling.top_k,
+            stop_token_ids=(self.tokenizer.eos_token_id,),
+            allowed_token_ids=allowed,
+        )
+        return manager
+
+    # ------------------------------------------------------------------ one step
+    def train_step(self) -> dict[str, float]:
+        """Runs step ``self.step + 1`` and returns its metrics."""
+        config, algorithm = self.config, self.config.algorithm
+        step = self.step + 1
+        timings: dict[str, float] = {}
+        clock = time.perf_counter()
+
+        seeds = step_seeds(config.train.seed, step, config.env.groups_per_step)
+        self.manager.sampling = replace(
+            self.manager.sampling, seed=hash((config.train.seed, step)) % 2**31
+        )
+        trajectories = self.manager.rollout(seeds, group_ids=list(range(len(seeds))))
+        timings["time/rollout"] = time.perf_counter() - clock
+
+        clock = time.perf_counter()
+        samples = samples_of(trajectories)
+        sequences = [s.token_ids for s in samples]
+        masks = [torch.tensor(s.loss_mask, dtype=torch.float32) for s in samples]
+        old_logprobs, values = self.strategy.sequence_logprobs(
+            sequences, masks, with_values=algorithm.name == "ppo"
+        )
+        ref_logprobs = None
+        if algorithm.kl_coef > 0:
+            ref_logprobs = self.strategy.reference_logprobs(sequences, masks)
+        timings["time/logprobs"] = time.perf_counter() - clock
+
+        rewards = torch.tensor([t.episode_return for t in trajectories], dtype=torch.float32)
+        if ref_logprobs is not None and algorithm.kl_mode == "reward":
+            # KL(pi || ref) summed over each episode's sampled tokens, charged to its return
+            index = 0
+            for i, trajectory in enumerate(trajectories):
+                for _ in trajectory.samples:
+                    kl = kl_penalty(
+                        old_logprobs[index], ref_logprobs[index], algorithm.kl_estimator
+                    )
+                    rewards[i] -= algorithm.kl_coef * float((kl * masks[index]).sum())
+                    index += 1
+        credit = assign_credit(trajectories, rewards, algorithm, values)
+
+        keep = torch.ones(len(trajectories), dtype=torch.bool)
+        if algorithm.starpo_s_keep is not None:
+            group_ids = torch.tensor([t.group_id for t in trajectories])
+            keep = starpo_s_filter(rewards, group_ids, keep_fraction=algorithm.starpo_s_keep)
+        owner_of_sample = [i for i, t in enumerate(trajectories) for _ in t.samples]
+        sample_rows = [row for row, owner in enumerate(owner_of_sample) if keep[owner]]
+        batch = TokenBatch(
+            token_ids=sequences,
+            loss_mask=masks,
+            advantages=credit.advantages,
+            old_logprobs=old_logprobs,
+            ref_logprobs=ref_logprobs,
+            old_values=values,
+            returns=credit.returns,
+        ).select(sample_rows)
+
+        clock = time.perf_counter()
+        update_metrics: dict[str, float] = {}
+        order_rng = random.Random(f"{config.train.seed}-{step}-minibatches")
+        updates = 0
+        for _ in range(algorithm.ppo_epochs):
+            order = list(range(len(batch)))
+            order_rng.shuffle(order)
+            for part in np.array_split(np.array(order), algorithm.minibatches):
+                if len(part) == 0:
+                    continue
+                for name, value in self.strategy.train_step(batch.select(part.tolist())).items():
+                    update_metrics[name] = update_metrics.get(name, 0.0) + value
+                updates += 1
+        update_metrics = {k: v / max(updates, 1) for k, v in update_metrics.items()}
+        timings["time/update"] = time.perf_counter() - clock
+
+        clock = time.perf_counter()
+        self.generator.update_weights(self.strategy.inference_state_dict())
+        timings["time/weight_sync"] = time.perf_counter() - clock
+
+        self.step = step
+        metrics = {
+            **rollout_metrics(trajectories, "rollout"),
+            **update_metrics,
+            **timings,
+            "train/kept_episodes": float(keep.float().mean()),
+            "train/advantage_abs_mean": float(
+                torch.cat([a[m > 0] for a, m in zip(credit.advantages, masks, strict=True)])
+                .abs()
+                .mean()
+            ),
+        }
+        return metrics
+
+    def evaluate(self) -> dict[str, float]:
+        """Greedy episodes on the held-out seeds ``0 .. eval_groups - 1``."""
+        seeds = list(range(self.config.train.eval_groups))
+        trajectories = self.eval_manager.rollout(seeds, group_ids=seeds)
+        return rollout_metrics(trajectories, "eval")
+
+    # ------------------------------------------------------------------ the loop
+    def run(self) -> dict[str, float]:
+        """Trains until ``train.steps``; returns the last step's metrics."""
+        config = self.config.train
+        stop = _StopRequest()
+        last: dict[str, float] = {}
+        if self.step >= config.steps:
+            self._log(f"Nothing to do: the run is at step {self.step} of {config.steps}.")
+            return last
+        with stop.installed():
+            while self.step < config.steps:
+                started = time.perf_counter()
+                last = self.train_step()
+                if config.eval_every and self.step % config.eval_every == 0:
+                    last.update(self.evaluate())
+                last["time/step"] = time.perf_counter() - started
+                self.metrics.log(self.step, last)
+                self._log(self._progress_line(last))
+                due = config.checkpoint_every and self.step % config.checkpoint_every == 0
+                if due or stop.requested or self.step == config.steps:
+                    path = self.save()
+                    self._log(f"Saved {path}")
+                if stop.requested:
+                    self._log(f"Stopped at step {self.step}; continue with --resume.")
+                    break
+        self.metrics.close()
+        return last
+
+    def _progress_line(self, metrics: dict[str, float]) -> str:
+        parts = [
+            f"step {self.step}/{self.config.train.steps}",
+            f"success {metrics['rollout/success']:.2f}",
+            f"return {metrics['rollout/return']:.2f}",
+            f"valid {metrics['rollout/valid_action_rate']:.2f}",
+            f"loss {metrics.get('loss', float('nan')):.4f}",
+        ]
+        if "eval/success" in metrics:
+            parts.append(f"eval success {metrics['eval/success']:.2f}")
+        parts.append(f"{metrics['time/step']:.1f}s")
+        return "  ".join(parts)
+
+    # ------------------------------------------------------------------ checkpoints
+    def save(self) -> Path:
+        """Writes ``checkpoints/step-N`` atomically (model folder, optimizer, RNG, step)."""
+
+        def write(folder: Path) -> None:
+            self.strategy.save(folder)
+            self.tokenizer.save_pretrained(folder / "model")
+            torch.save(
+                {
+                    "step": self.step,
+                    "torch_rng": torch.get_rng_state(),
+                    "python_rng": random.getstate(),
+                    "numpy_rng": np.random.get_state(),
+                },
+                folder / "trainer_state.pt",
+            )
+            (folder / "config.json").write_text(json.dumps(self.config.model_dump(), indent=2))
+
+        return save_checkpoint(self.run_dir, self.step, write)
+
+    def _resume(self) -> None:
+        folder = latest_checkpoint(self.run_dir)
+        if folder is None:
+            self._log(f"No complete checkpoint in {self.run_dir}; starting from step 0.")
+            return
+        self.strategy.load(folder)
+        self.generator.update_weights(self.strategy.inference_state_dict())
+        state = torch.load(folder / "trainer_state.pt", weights_only=False)
+        torch.set_rng_state(state["torch_rng"])
+        random.setstate(state["python_rng"])
+        np.random.set_state(state["numpy_rng"])
+        self.step = checkpoint_step(folder)
+        self._truncate_metrics_after(self.step)
+        self._log(f"Resumed from {folder} at step {self.step}.")
+
+    def _truncate_metrics_after(self, step: int) -> None:
+        """Drops metric lines of steps the resumed run will redo."""
+        path = self.run_dir / "metrics.jsonl"
+        if path.exists():
+            lines = [line for line in path.read_text().splitlines() if line.strip()]
+            kept = [line for line in lines if json.loads(line)["step"] <= step]
+            path.write_text("".join(line + "\n" for line in kept))

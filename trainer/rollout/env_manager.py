@@ -1,0 +1,231 @@
+"""``EnvManager``: plays groups of episodes of one env against a generator.
+
+A group is ``group_size`` envs reset with the same seed, so they start from the same state and
+their returns can be compared (GRPO, GiGPO). Each turn the manager asks the generator for one
+reply per running episode, in one batched call, steps the envs with the decoded replies, and
+records everything as ``Trajectory`` data.
+
+Two context modes:
+
+* ``full`` (StarPO): the prompt is the whole episode so far; one training sample per episode.
+* ``window`` (GiGPO, as verl-agent): the prompt is the instruction and the last ``window`` turns;
+  one training sample per turn.
+
+Example:
+    >>> from trainer.models import load_model  # doctest: +SKIP
+    >>> model, tokenizer = load_model("tiny-random")  # doctest: +SKIP
+    >>> manager = EnvManager("Sokoban-v0", tokenizer, HFGenerator(model, tokenizer),
+    ...                      group_size=4)  # doctest: +SKIP
+    >>> trajectories = manager.rollout(seeds=[0, 1])  # doctest: +SKIP
+    >>> len(trajectories)  # doctest: +SKIP
+    8
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+import gymnasium as gym
+from transformers import PreTrainedTokenizerBase
+
+import rollenv
+from rollenv.policies import Policy
+from rollenv.wrappers import ChatHistory
+from trainer.generation.base import GenerationOutput, Generator, SamplingParams
+from trainer.rollout.chat_tokens import ChatTokens
+from trainer.rollout.trajectory import Sample, Trajectory, Turn
+
+ContextMode = Literal["full", "window"]
+
+
+@dataclass
+class _Episode:
+    """The running state of one episode (the manager's private bookkeeping)."""
+
+    env: ChatHistory
+    trajectory: Trajectory
+    messages: list[dict[str, str]]
+    anchor: str
+    tokens: list[int] = field(default_factory=list)
+    loss_mask: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    turn_of_token: list[int] = field(default_factory=list)
+    done: bool = False
+
+
+class EnvManager:
+    """Runs groups of episodes of ``env_id`` and returns their trajectories.
+
+    Args:
+        env_id: a registered rollenv id.
+        tokenizer: the policy's tokenizer (its chat template builds the prompts).
+        generator: where replies come from.
+        env_kwargs: keyword arguments for ``rollenv.make``.
+        group_size: episodes per group (all reset with the group's seed).
+        max_turns: turns before an episode is cut (``finish_reason="max_turns"``).
+        context: ``"full"`` or ``"window"`` (see the module docstring).
+        window: turns kept in window mode.
+        sampling: sampling parameters of every reply.
+        max_context_tokens: a full-context episode whose next prompt would be longer ends
+            (``finish_reason="context"``).
+    """
+
+    def __init__(
+        self,
+        env_id: str,
+        tokenizer: PreTrainedTokenizerBase,
+        generator: Generator,
+        *,
+        env_kwargs: dict[str, Any] | None = None,
+        group_size: int = 8,
+        max_turns: int = 10,
+        context: ContextMode = "full",
+        window: int = 2,
+        sampling: SamplingParams | None = None,
+        max_context_tokens: int = 4096,
+    ):
+        if context not in ("full", "window"):
+            raise ValueError(f"context must be 'full' or 'window', got {context!r}")
+        self.env_id = rollenv.spec(env_id).id
+        self.env_kwargs = dict(env_kwargs or {})
+        self.tokenizer = tokenizer
+        self.generator = generator
+        self.group_size = group_size
+        self.max_turns = max_turns
+        self.context = context
+        self.window = window
+        self.sampling = sampling or SamplingParams(stop_token_ids=(tokenizer.eos_token_id,))
+        self.max_context_tokens = max_context_tokens
+        self.chat = ChatTokens(tokenizer)
+        self._envs: list[ChatHistory] = []
+
+    def make_env(self) -> gym.Env:
+        """A fresh env of this manager's id and kwargs (unwrapped by ``ChatHistory``)."""
+        return rollenv.make(self.env_id, **self.env_kwargs)
+
+    def _env_pool(self, count: int) -> list[ChatHistory]:
+        window = None if self.context == "full" else self.window
+        while len(self._envs) < count:
+            self._envs.append(ChatHistory(self.make_env(), window=window))
+        return self._envs[:count]
+
+    def rollout(
+        self,
+        seeds: list[int],
+        group_ids: list[int] | None = None,
+        policy: Callable[[gym.Env], Policy] | None = None,
+    ) -> list[Trajectory]:
+        """Plays one group per seed; returns ``len(seeds) * group_size`` trajectories.
+
+        Args:
+            seeds: one reset seed per group.
+            group_ids: one id per group (defaults to the position in ``seeds``).
+            policy: if given, replies come from ``policy(env)`` (e.g. ``oracle_for``) instead of
+                the generator, tokenised and closed with the end-of-turn token: the same
+                prompts and samples as RL, for supervised warm start.
+        """
+        group_ids = list(range(len(seeds))) if group_ids is None else list(group_ids)
+        if len(group_ids) != len(seeds):
+            raise ValueError("give one group id per seed")
+        envs = self._env_pool(len(seeds) * self.group_size)
+        episodes = []
+        for index, env in enumerate(envs):
+            group = index // self.group_size
+            obs, info = env.reset(seed=seeds[group])
+            trajectory = Trajectory(self.env_id, seeds[group], group_ids[group])
+            episode = _Episode(env, trajectory, info["messages"], info["anchor"])
+            if self.context == "full":
+                episode.tokens = self.chat.prompt(info["messages"])
+                episode.loss_mask = [0] * len(episode.tokens)
+                episode.logprobs = [0.0] * len(episode.tokens)
+                episode.turn_of_token = [-1] * len(episode.tokens)
+            episodes.append(episode)
+        policies = None if policy is None else {id(e): policy(e.env) for e in episodes}
+
+        for turn in range(self.max_turns):
+            running = [e for e in episodes if not e.done]
+            if not running:
+                break
+            prompts = [self._prompt(e) for e in running]
+            if policies is None:
+                outputs = self.generator.generate(prompts, self._sampling_for_turn(turn))
+            else:
+                outputs = [self._policy_reply(policies[id(e)], e) for e in running]
+            for episode, prompt, output in zip(running, prompts, outputs, strict=True):
+                self._record(episode, turn, prompt, output)
+        for episode in episodes:
+            if not episode.done:
+                self._finish(episode, "max_turns")
+        return [e.trajectory for e in episodes]
+
+    def _sampling_for_turn(self, turn: int) -> SamplingParams:
+        # a fresh random stream per turn: re-using one seed would replay the same draws
+        if self.sampling.seed is None:
+            return self.sampling
+        return replace(self.sampling, seed=self.sampling.seed + 1_000_003 * turn)
+
+    def _policy_reply(self, policy: Policy, episode: _Episode) -> GenerationOutput:
+        text = policy.act(episode.messages[-1]["content"], {"messages": episode.messages})
+        ids = self.tokenizer.encode(text, add_special_tokens=False) + [self.chat.end_of_turn_id]
+        return GenerationOutput(token_ids=ids, logprobs=[0.0] * len(ids), finish_reason="stop")
+
+    def _prompt(self, episode: _Episode) -> list[int]:
+        if self.context == "full":
+            return episode.tokens
+        return self.chat.prompt(episode.messages)
+
+    def _record(
+        self, episode: _Episode, turn: int, prompt: list[int], output: GenerationOutput
+    ) -> None:
+        reply = self.tokenizer.decode(output.token_ids, skip_special_tokens=True)
+        episode.trajectory.anchors_start.append(episode.anchor)
+        obs, reward, terminated, truncated, info = episode.env.step(reply)
+        episode.trajectory.turns.append(
+            Turn(
+                reply=reply,
+                reward=float(reward),
+                anchor=info["anchor"],
+                metrics=dict(info["metrics"]),
+                prompt_tokens=len(prompt),
+                response_tokens=len(output.token_ids),
+            )
+        )
+        episode.messages, episode.anchor = info["messages"], info["anchor"]
+        n = len(output.token_ids)
+        if self.context == "window":
+            episode.trajectory.samples.append(
+                Sample(
+                    token_ids=prompt + output.token_ids,
+                    loss_mask=[0] * len(prompt) + [1] * n,
+                    logprobs=[0.0] * len(prompt) + list(output.logprobs),
+                    turn_of_token=[-1] * len(prompt) + [turn] * n,
+                )
+            )
+        else:
+            episode.tokens = episode.tokens + output.token_ids
+            episode.loss_mask += [1] * n
+            episode.logprobs += list(output.logprobs)
+            episode.turn_of_token += [turn] * n
+        if terminated or truncated:
+            self._finish(episode, "terminated" if terminated else "truncated")
+            return
+        if self.context == "full":
+            ended = output.finish_reason == "stop"
+            following = self.chat.next_turn(episode.messages[-1]["content"], ended)
+            if len(episode.tokens) + len(following) > self.max_context_tokens:
+                self._finish(episode, "context")
+                return
+            episode.tokens = episode.tokens + following
+            episode.loss_mask += [0] * len(following)
+            episode.logprobs += [0.0] * len(following)
+            episode.turn_of_token += [-1] * len(following)
+
+    def _finish(self, episode: _Episode, reason: str) -> None:
+        episode.done = True
+        episode.trajectory.finish_reason = reason
+        if self.context == "full":
+            episode.trajectory.samples = [
+                Sample(episode.tokens, episode.loss_mask, episode.logprobs, episode.turn_of_token)
+            ]
