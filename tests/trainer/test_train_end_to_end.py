@@ -10,13 +10,16 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file
 
-# a fixed 3x3 lake and replies constrained to the action words: returns differ within a group,
-# so the advantages and the updates are not zero
+# a fixed 2x2 lake and replies constrained to the action words, so returns differ within a
+# group; an entropy bonus makes every update non-zero, so identical weights after a resume
+# cannot come from updates that did nothing
 SMALL = [
     "--model",
     "tiny-random",
     "--set",
-    "env.kwargs={desc: [SFF, FHF, FFG], answer_format: {tag: null}}",
+    "env.kwargs={desc: [SF, FG], answer_format: {tag: null}}",
+    "--set",
+    "algorithm.entropy_coef=0.01",
     "--set",
     "env.constrain_to_actions=true",
     "--set",
