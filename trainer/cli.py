@@ -1,4 +1,4 @@
-"""``roll-agent``: one command for rollenv's environments and, later, its trainer.
+"""``roll-agent``: one command for rollenv's environments and its trainer.
 
 Subcommands:
 
@@ -6,8 +6,9 @@ Subcommands:
 * ``roll-agent play ENV [--seed N] [--max-turns N]``: play an environment in the terminal.
 * ``roll-agent check ENV [--episodes N] [--seed S]``: run Gymnasium's env checker on an
   environment, then random and oracle episodes, and report their success rates.
-* ``roll-agent train`` / ``roll-agent sft``: reinforcement learning and supervised warm start
-  (not built yet).
+* ``roll-agent train --env ENV [--algo A] [--model M] [--steps N] [--output DIR] [--resume]``:
+  reinforcement learning (see ``trainer.pipeline``).
+* ``roll-agent sft --env ENV [--episodes N]``: supervised warm start on oracle episodes.
 
 Every subcommand imports what it needs inside its handler, so ``roll-agent envs`` never imports
 torch or Ray. Mistakes a user can make (an unknown env id, a bad option value, a missing extra)
@@ -127,7 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _ArgumentParser(
         prog=PROG,
         description="Text environments for LLM agents: list them, play them, check them, "
-        "and (soon) train models in them.",
+        "and train models in them.",
         epilog=f"Run '{PROG} COMMAND --help' for the options of one command.",
     )
     parser.add_argument(
@@ -277,9 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     parser = build_parser()
     try:
-        args, unknown = parser.parse_known_args(argv)
-        if unknown and not getattr(args, "accepts_any_options", False):
-            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+        args = parser.parse_args(argv)
     except SystemExit as exit_request:  # --help, --version and argument errors
         return _exit_status(exit_request.code)
     if args.command is None:
