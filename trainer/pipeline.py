@@ -40,7 +40,7 @@ from trainer.metrics import MetricsLogger
 from trainer.models import load_model
 from trainer.rollout.env_manager import EnvManager
 from trainer.rollout.trajectory import Trajectory
-from trainer.strategies.torch_strategy import LoraSettings, LossSettings, TorchStrategy
+from trainer.strategies.torch_strategy import LossSettings, TorchStrategy
 
 #: training seeds start here, evaluation seeds are 0, 1, 2, ...: the two never meet
 TRAIN_SEED_BASE = 1_000_000
@@ -63,6 +63,36 @@ def action_token_ids(tokenizer: Any, words: tuple[str, ...]) -> tuple[int, ...]:
     if any(len(tokens) > 1 for tokens in encoded):
         ids.add(tokenizer.eos_token_id)
     return tuple(sorted(ids))
+
+
+def build_strategy(
+    config: Config, model: torch.nn.Module, pad_id: int, *, lr: float | None = None
+) -> TorchStrategy:
+    """The torch strategy a config describes (``lr`` overrides ``optim.lr``, as SFT does)."""
+    algorithm = config.algorithm
+    return TorchStrategy(
+        model,
+        pad_id=pad_id,
+        loss=LossSettings(
+            clip_low=algorithm.clip_low,
+            clip_high=algorithm.clip_high,
+            dual_clip=algorithm.dual_clip,
+            aggregation=algorithm.aggregation,
+            kl_coef=algorithm.kl_coef,
+            kl_estimator=algorithm.kl_estimator,
+            kl_in_loss=algorithm.kl_mode == "loss",
+            entropy_coef=algorithm.entropy_coef,
+            value_coef=algorithm.value_coef,
+            temperature=max(config.sampling.temperature, 1e-6),
+        ),
+        lr=config.optim.lr if lr is None else lr,
+        weight_decay=config.optim.weight_decay,
+        grad_clip=config.optim.grad_clip,
+        micro_batch_tokens=config.optim.micro_batch_tokens,
+        lora=config.model.lora,
+        value_head=algorithm.name == "ppo",
+        reference=algorithm.kl_coef > 0,
+    )
 
 
 def rollout_metrics(trajectories: list[Trajectory], prefix: str) -> dict[str, float]:
@@ -138,38 +168,7 @@ class Pipeline:
         self._log(f"Loading model {config.model.name}...")
         policy, self.tokenizer = load_model(config.model.name, seed=config.train.seed)
         self.generator = HFGenerator(copy.deepcopy(policy).eval(), self.tokenizer)
-        algorithm = config.algorithm
-        lora = config.model.lora
-        self.strategy = TorchStrategy(
-            policy,
-            pad_id=self.tokenizer.pad_token_id,
-            loss=LossSettings(
-                clip_low=algorithm.clip_low,
-                clip_high=algorithm.clip_high,
-                dual_clip=algorithm.dual_clip,
-                aggregation=algorithm.aggregation,
-                kl_coef=algorithm.kl_coef,
-                kl_estimator=algorithm.kl_estimator,
-                kl_in_loss=algorithm.kl_mode == "loss",
-                entropy_coef=algorithm.entropy_coef,
-                value_coef=algorithm.value_coef,
-                temperature=max(config.sampling.temperature, 1e-6),
-            ),
-            lr=config.optim.lr,
-            weight_decay=config.optim.weight_decay,
-            grad_clip=config.optim.grad_clip,
-            micro_batch_tokens=config.optim.micro_batch_tokens,
-            lora=None
-            if lora is None
-            else LoraSettings(
-                r=lora.r,
-                alpha=lora.alpha,
-                dropout=lora.dropout,
-                target_modules=tuple(lora.target_modules),
-            ),
-            value_head=algorithm.name == "ppo",
-            reference=algorithm.kl_coef > 0,
-        )
+        self.strategy = build_strategy(config, policy, self.tokenizer.pad_token_id)
         self.manager = self._env_manager(config.env.group_size, greedy=False)
         self.eval_manager = self._env_manager(1, greedy=True)
         self.step = 0

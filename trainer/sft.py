@@ -21,9 +21,8 @@ from trainer.credit import samples_of
 from trainer.generation import HFGenerator
 from trainer.metrics import MetricsLogger
 from trainer.models import load_model
-from trainer.pipeline import step_seeds
+from trainer.pipeline import build_strategy, step_seeds
 from trainer.rollout.env_manager import EnvManager
-from trainer.strategies.torch_strategy import LoraSettings, TorchStrategy
 
 
 def supervised_warm_start(config: Config, log: Callable[[str], None] = print) -> Path:
@@ -36,22 +35,7 @@ def supervised_warm_start(config: Config, log: Callable[[str], None] = print) ->
     torch.manual_seed(config.train.seed)
     log(f"Loading model {config.model.name}...")
     model, tokenizer = load_model(config.model.name, seed=config.train.seed)
-    lora = config.model.lora
-    strategy = TorchStrategy(
-        model,
-        pad_id=tokenizer.pad_token_id,
-        lr=sft.lr,
-        grad_clip=config.optim.grad_clip,
-        micro_batch_tokens=config.optim.micro_batch_tokens,
-        lora=None
-        if lora is None
-        else LoraSettings(
-            r=lora.r,
-            alpha=lora.alpha,
-            dropout=lora.dropout,
-            target_modules=tuple(lora.target_modules),
-        ),
-    )
+    strategy = build_strategy(config, model, tokenizer.pad_token_id, lr=sft.lr)
     manager = EnvManager(
         config.env.id,
         tokenizer,

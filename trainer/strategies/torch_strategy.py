@@ -19,6 +19,7 @@ from torch import nn
 
 from trainer.algorithms import aggregate_loss, kl_penalty, ppo_policy_loss, value_loss
 from trainer.batch import TokenBatch, micro_batches, pad, pad_values
+from trainer.config import LoraConfig
 from trainer.strategies.logprobs import score_tokens, sequence_logprobs
 
 
@@ -37,14 +38,6 @@ class LossSettings:
     value_coef: float = 0.5
     value_clip: float | None = 0.2
     temperature: float = 1.0
-
-
-@dataclass(frozen=True)
-class LoraSettings:
-    r: int = 8
-    alpha: int = 16
-    dropout: float = 0.0
-    target_modules: tuple[str, ...] = ("q_proj", "v_proj")
 
 
 class TorchStrategy:
@@ -73,7 +66,7 @@ class TorchStrategy:
         betas: tuple[float, float] = (0.9, 0.999),
         grad_clip: float | None = 1.0,
         micro_batch_tokens: int = 4096,
-        lora: LoraSettings | None = None,
+        lora: LoraConfig | None = None,
         value_head: bool = False,
         reference: bool = False,
     ):
@@ -86,11 +79,12 @@ class TorchStrategy:
         if reference and lora is None:
             self._reference = copy.deepcopy(model).eval().requires_grad_(False)
         if lora is not None:
-            from peft import LoraConfig, get_peft_model
+            from peft import LoraConfig as PeftLoraConfig
+            from peft import get_peft_model
 
             model = get_peft_model(
                 model,
-                LoraConfig(
+                PeftLoraConfig(
                     r=lora.r,
                     lora_alpha=lora.alpha,
                     lora_dropout=lora.dropout,
