@@ -176,7 +176,7 @@ class TorchStrategy:
             logprobs = score_tokens(self.model, input_ids, attention_mask, mask).logprobs
             nll = -(logprobs * mask).sum() / total
             nll.backward()
-            nll_sum += float(nll)
+            nll_sum += nll.item()
         params = [p for group in self.optimizer.param_groups for p in group["params"]]
         max_norm = self.grad_clip if self.grad_clip is not None else float("inf")
         grad_norm = torch.nn.utils.clip_grad_norm_(params, max_norm)

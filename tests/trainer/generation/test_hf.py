@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -51,8 +53,10 @@ def _full_logits(model, ids: list[int]) -> torch.Tensor:
         return model(torch.tensor([ids])).logits[0].float()
 
 
+@functools.cache
 def _reference_greedy(model, prompt, max_new_tokens, stop=(), allowed=None):
-    """Greedy decoding by recomputing the whole sequence at every step."""
+    """Greedy decoding by recomputing the whole sequence at every step (memoised: the model's
+    weights must not change under it)."""
     ids, new = list(prompt), []
     for _ in range(max_new_tokens):
         logits = _full_logits(model, ids)[-1]
@@ -83,7 +87,7 @@ def test_greedy_matches_step_by_step_full_recomputation(tiny, max_batch_size):
     assert len(outputs) == len(PROMPTS)
     for prompt, out in zip(PROMPTS, outputs, strict=True):
         assert isinstance(out, GenerationOutput)
-        assert out.token_ids == _reference_greedy(model, prompt, 12, stop=(0,))
+        assert out.token_ids == _reference_greedy(model, tuple(prompt), 12, stop=(0,))
         assert out.finish_reason == "length" and len(out.token_ids) == 12
         expected = _reference_logprobs(model, prompt, out.token_ids, temperature=0)
         torch.testing.assert_close(torch.tensor(out.logprobs), expected, atol=1e-4, rtol=0)
@@ -149,7 +153,7 @@ def test_allowed_token_ids_are_respected(generator, tiny):
         PROMPTS, SamplingParams(max_new_tokens=6, temperature=0.0, allowed_token_ids=allowed)
     )
     for prompt, out in zip(PROMPTS, greedy, strict=True):
-        assert out.token_ids == _reference_greedy(model, prompt, 6, allowed=allowed)
+        assert out.token_ids == _reference_greedy(model, tuple(prompt), 6, allowed=allowed)
 
 
 def test_stop_token_ends_its_sequence_and_is_kept(generator, tiny):
@@ -253,7 +257,7 @@ def test_update_weights_switches_to_the_new_policy(tiny):
     after = generator.generate(PROMPTS, params)
     assert [o.token_ids for o in after] == [o.token_ids for o in expected]
     for prompt, out in zip(PROMPTS, after, strict=True):
-        assert out.token_ids == _reference_greedy(model1, prompt, 8)
+        assert out.token_ids == _reference_greedy(model1, tuple(prompt), 8)
     # Tied output embeddings may be left out, as safetensors files do; other keys may not.
     weights = {k: v for k, v in _load(2)[0].state_dict().items() if k != "lm_head.weight"}
     generator.update_weights(weights)

@@ -1,0 +1,181 @@
+"""One pipeline step of every algorithm and option, with the real (tiny, random) model."""
+
+from __future__ import annotations
+
+import math
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from trainer.checkpoint import latest_checkpoint
+from trainer.config import load_config
+from trainer.pipeline import Pipeline
+from trainer.sft import supervised_warm_start
+
+# a 2x2 lake, replies constrained to the action words: returns differ inside a group
+BASE = [
+    "model.name=tiny-random",
+    "model.lora=null",
+    "env.id=FrozenLake-v0",
+    "env.kwargs={desc: [SF, FG], answer_format: {tag: null}}",
+    "env.constrain_to_actions=true",
+    "env.group_size=4",
+    "env.groups_per_step=2",
+    "env.max_turns=3",
+    "sampling.max_new_tokens=1",
+    "optim.lr=1e-3",
+    "train.loggers=[jsonl]",
+]
+
+
+def _pipeline(tmp_path, *overrides: str) -> Pipeline:
+    config = load_config(None, [*BASE, f"train.output_dir={tmp_path}", *overrides])
+    return Pipeline(config, log=None)
+
+
+def _trainable(pipeline: Pipeline) -> dict[str, torch.Tensor]:
+    model = pipeline.strategy.model
+    return {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        ["algorithm.name=starpo", "algorithm.starpo_s_keep=0.5"],
+        ["algorithm.name=grpo", "algorithm.aggregation=seq-mean-token-mean"],
+        ["algorithm.name=gigpo", "env.context=window", "env.window=1"],
+        ["algorithm.name=ppo", "algorithm.ppo_epochs=2", "algorithm.minibatches=2"],
+        ["algorithm.name=rloo"],
+        ["algorithm.name=reinforce++", "algorithm.aggregation=seq-mean-token-sum"],
+    ],
+    ids=["starpo-s", "grpo", "gigpo", "ppo", "rloo", "reinforce++"],
+)
+def test_one_step_of_each_algorithm_updates_the_policy(tmp_path, overrides):
+    pipeline = _pipeline(tmp_path, "algorithm.entropy_coef=0.01", *overrides)
+    before = _trainable(pipeline)
+    metrics = pipeline.train_step()
+    assert all(math.isfinite(v) for v in metrics.values())
+    for key in (
+        "rollout/success",
+        "policy/clip_fraction",
+        "policy/entropy",
+        "grad_norm",
+        "time/rollout",
+        "time/update",
+        "time/weight_sync",
+    ):
+        assert key in metrics
+    after = _trainable(pipeline)
+    assert any(not torch.equal(before[n], after[n]) for n in before)
+    if "algorithm.name=ppo" in overrides:
+        assert "critic/loss" in metrics
+    if "algorithm.starpo_s_keep=0.5" in overrides:
+        assert metrics["train/kept_episodes"] == pytest.approx(0.5)
+    # the generator samples from the updated weights
+    generator_weights = pipeline.generator.model.state_dict()
+    policy_weights = pipeline.strategy.inference_state_dict()
+    assert all(torch.equal(generator_weights[k], policy_weights[k]) for k in policy_weights)
+
+
+@pytest.mark.parametrize("mode", ["loss", "reward"])
+def test_kl_to_the_reference_starts_at_zero_and_grows(tmp_path, mode):
+    pipeline = _pipeline(
+        tmp_path, "algorithm.kl_coef=0.1", f"algorithm.kl_mode={mode}", "optim.lr=5e-3"
+    )
+    first = pipeline.train_step()
+    # the first update starts from the reference itself
+    assert first["policy/kl_to_reference"] == pytest.approx(0.0, abs=1e-6)
+    for _ in range(3):
+        later = pipeline.train_step()
+    assert later["policy/kl_to_reference"] > 1e-6
+
+
+def test_lora_trains_only_adapters_and_syncs_merged_weights(tmp_path):
+    pipeline = _pipeline(tmp_path, "model.lora={r: 4, alpha: 8}", "algorithm.entropy_coef=0.01")
+    trainable = _trainable(pipeline)
+    assert trainable and all("lora_" in name for name in trainable)
+    base_before = pipeline.generator.model.state_dict()
+    base_before = {k: v.clone() for k, v in base_before.items()}
+    pipeline.train_step()
+    merged = pipeline.strategy.inference_state_dict()
+    assert merged.keys() == base_before.keys()
+    changed = [k for k in merged if not torch.equal(merged[k], base_before[k])]
+    assert changed and all(("q_proj" in k or "v_proj" in k) for k in changed)
+    folder = pipeline.save()
+    from transformers import AutoModelForCausalLM
+
+    reloaded = AutoModelForCausalLM.from_pretrained(folder / "model").state_dict()
+    assert all(torch.equal(reloaded[k], merged[k]) for k in merged if k in reloaded)
+
+
+def test_sft_learns_the_oracle_replies(tmp_path):
+    config = load_config(
+        None,
+        [
+            *BASE,
+            "env.kwargs={desc: [SFF, FHF, FFG], answer_format: {tag: null}}",
+            "env.max_turns=6",
+            "sft.episodes=8",
+            "sft.epochs=40",
+            "sft.batch_sequences=8",
+            "sft.lr=3e-3",
+            f"train.output_dir={tmp_path}",
+        ],
+    )
+    folder = supervised_warm_start(config, log=lambda message: None)
+    losses = [
+        float(line.split('"sft/loss": ')[1].split(",")[0])
+        for line in (tmp_path / "metrics.jsonl").read_text().splitlines()
+    ]
+    assert losses[-1] < 0.1 * losses[0]
+    # the warm-started model walks the oracle's path greedily
+    rl = load_config(
+        None,
+        [
+            *BASE,
+            "env.kwargs={desc: [SFF, FHF, FFG], answer_format: {tag: null}}",
+            "env.max_turns=6",
+            f"model.name={folder / 'model'}",
+            f"train.output_dir={tmp_path / 'rl'}",
+        ],
+    )
+    assert Pipeline(rl, log=None).evaluate()["eval/success"] == 1.0
+
+
+def test_ctrl_c_saves_a_checkpoint_and_resume_continues(tmp_path):
+    command = [
+        sys.executable,
+        "-m",
+        "trainer.cli",
+        "train",
+        "--env",
+        "FrozenLake-v0",
+        "--steps",
+        "1000",
+        "--output",
+        str(tmp_path),
+    ]
+    for override in BASE:
+        command += ["--set", override]
+    command += ["--set", "train.checkpoint_every=0"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    deadline = time.monotonic() + 300
+    for line in process.stdout:
+        lines.append(line)
+        if line.startswith("step 2/"):
+            process.send_signal(signal.SIGINT)
+            break
+        assert time.monotonic() < deadline, "".join(lines)
+    output, _ = process.communicate(timeout=300)
+    lines.append(output)
+    assert process.returncode == 0, "".join(lines)
+    text = "".join(lines)
+    assert "Stopped at step" in text and "continue with --resume" in text
+    saved = latest_checkpoint(tmp_path)
+    assert saved is not None and int(saved.name.removeprefix("step-")) >= 2
+    assert not [p for p in (tmp_path / "checkpoints").iterdir() if p.name.startswith(".")]
