@@ -94,6 +94,7 @@ class OptimConfig(_Section):
 
 class TrainConfig(_Section):
     steps: int = Field(100, gt=0)
+    device: Literal["auto", "cpu", "cuda"] = "auto"
     seed: int = 0
     output_dir: str = "runs/latest"
     eval_every: int = Field(0, ge=0)

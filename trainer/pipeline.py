@@ -65,6 +65,15 @@ def action_token_ids(tokenizer: Any, words: tuple[str, ...]) -> tuple[int, ...]:
     return tuple(sorted(ids))
 
 
+def resolve_device(setting: str) -> torch.device:
+    """``auto`` is the GPU when there is one, else the CPU; ``cuda`` without a GPU is an error."""
+    if setting == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("train.device=cuda but torch sees no GPU; use auto or cpu")
+    if setting == "auto":
+        setting = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(setting)
+
+
 def build_strategy(
     config: Config, model: torch.nn.Module, pad_id: int, *, lr: float | None = None
 ) -> TorchStrategy:
@@ -167,7 +176,9 @@ class Pipeline:
 
         self._log(f"Loading model {config.model.name}...")
         policy, self.tokenizer = load_model(config.model.name, seed=config.train.seed)
-        self.generator = HFGenerator(copy.deepcopy(policy).eval(), self.tokenizer)
+        device = resolve_device(config.train.device)
+        policy.to(device)
+        self.generator = HFGenerator(copy.deepcopy(policy), self.tokenizer, device=device)
         self.strategy = build_strategy(config, policy, self.tokenizer.pad_token_id)
         self.manager = self._env_manager(config.env.group_size, greedy=False)
         self.eval_manager = self._env_manager(1, greedy=True)

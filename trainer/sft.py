@@ -18,10 +18,9 @@ from trainer.batch import TokenBatch
 from trainer.checkpoint import save_checkpoint
 from trainer.config import Config
 from trainer.credit import samples_of
-from trainer.generation import HFGenerator
 from trainer.metrics import MetricsLogger
 from trainer.models import load_model
-from trainer.pipeline import build_strategy, step_seeds
+from trainer.pipeline import build_strategy, resolve_device, step_seeds
 from trainer.rollout.env_manager import EnvManager
 
 
@@ -35,11 +34,12 @@ def supervised_warm_start(config: Config, log: Callable[[str], None] = print) ->
     torch.manual_seed(config.train.seed)
     log(f"Loading model {config.model.name}...")
     model, tokenizer = load_model(config.model.name, seed=config.train.seed)
+    model.to(resolve_device(config.train.device))
     strategy = build_strategy(config, model, tokenizer.pad_token_id, lr=sft.lr)
     manager = EnvManager(
         config.env.id,
         tokenizer,
-        HFGenerator(model, tokenizer),  # unused: the oracle writes every reply
+        None,  # no generator: the oracle writes every reply
         env_kwargs=config.env.kwargs,
         group_size=1,
         max_turns=config.env.max_turns,

@@ -61,7 +61,7 @@ class EnvManager:
     Args:
         env_id: a registered rollenv id.
         tokenizer: the policy's tokenizer (its chat template builds the prompts).
-        generator: where replies come from.
+        generator: where replies come from (``None`` if every rollout passes a ``policy``).
         env_kwargs: keyword arguments for ``rollenv.make``.
         group_size: episodes per group (all reset with the group's seed).
         max_turns: turns before an episode is cut (``finish_reason="max_turns"``).
@@ -76,7 +76,7 @@ class EnvManager:
         self,
         env_id: str,
         tokenizer: PreTrainedTokenizerBase,
-        generator: Generator,
+        generator: Generator | None,
         *,
         env_kwargs: dict[str, Any] | None = None,
         group_size: int = 8,
@@ -150,6 +150,8 @@ class EnvManager:
                 break
             prompts = [self._prompt(e) for e in running]
             if policies is None:
+                if self.generator is None:
+                    raise ValueError("this EnvManager has no generator: pass a policy to rollout")
                 outputs = self.generator.generate(prompts, self._sampling_for_turn(turn))
             else:
                 outputs = [self._policy_reply(policies[id(e)], e) for e in running]

@@ -44,9 +44,12 @@ def score_tokens(
         logprobs[b, t] = log softmax(head(h[b, t-1]) / T)[input_ids[b, t]]   where select[b, t]
 
     ``entropy[b, t]`` is the entropy of that same distribution (the one token ``t`` was drawn
-    from). Gradients flow when called with grad enabled.
+    from). Gradients flow when called with grad enabled. Inputs may live on the CPU; the
+    results live on the model's device.
     """
     decoder, head = _decoder_and_head(model)
+    device = head.weight.device
+    input_ids, attention_mask, select = (t.to(device) for t in (input_ids, attention_mask, select))
     hidden = decoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
     rows, cols = torch.nonzero(select[:, 1:] > 0, as_tuple=True)  # position cols predicts cols+1
     logits = head(hidden[rows, cols]).float() / temperature
@@ -54,14 +57,12 @@ def score_tokens(
     targets = input_ids[rows, cols + 1]
     picked = logits.gather(-1, targets[:, None]).squeeze(-1) - log_z
     positions = (rows, cols + 1)
-    logprobs = torch.zeros(input_ids.shape, dtype=torch.float32).index_put(positions, picked)
+    logprobs = torch.zeros(input_ids.shape, device=device).index_put(positions, picked)
     entropy = None
     if with_entropy:
         probs = torch.softmax(logits, dim=-1)
         token_entropy = log_z - (probs * logits).sum(-1)
-        entropy = torch.zeros(input_ids.shape, dtype=torch.float32).index_put(
-            positions, token_entropy
-        )
+        entropy = torch.zeros(input_ids.shape, device=device).index_put(positions, token_entropy)
     return TokenScores(logprobs, entropy, hidden)
 
 
@@ -93,9 +94,9 @@ def sequence_logprobs(
                 group_values = value_head(scores.hidden.float()).squeeze(-1)
             for row, index in enumerate(group):
                 n = len(sequences[index])
-                logprobs[index] = scores.logprobs[row, :n].clone()
+                logprobs[index] = scores.logprobs[row, :n].cpu()
                 if values is not None:
-                    values[index] = group_values[row, :n].clone()
+                    values[index] = group_values[row, :n].cpu()
     finally:
         model.train(was_training)
     return logprobs, values

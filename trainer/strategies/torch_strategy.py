@@ -94,9 +94,10 @@ class TorchStrategy:
             )
         self.model = model
         self.model.train()
+        self.device = next(model.parameters()).device
         self.value_head = None
         if value_head:
-            self.value_head = nn.Linear(model.config.hidden_size, 1)
+            self.value_head = nn.Linear(model.config.hidden_size, 1, device=self.device)
             nn.init.zeros_(self.value_head.weight)
             nn.init.zeros_(self.value_head.bias)
         params = [p for p in self.model.parameters() if p.requires_grad]
@@ -172,7 +173,7 @@ class TorchStrategy:
         for group in micro_batches([len(s) for s in batch.token_ids], self.micro_batch_tokens):
             part = batch.select(group)
             input_ids, attention_mask = pad(part.token_ids, self.pad_id)
-            mask = pad_values(part.loss_mask, input_ids.shape[1])
+            mask = pad_values(part.loss_mask, input_ids.shape[1]).to(self.device)
             logprobs = score_tokens(self.model, input_ids, attention_mask, mask).logprobs
             nll = -(logprobs * mask).sum() / total
             nll.backward()
@@ -187,9 +188,13 @@ class TorchStrategy:
         settings = self.loss
         input_ids, attention_mask = pad(part.token_ids, self.pad_id)
         length = input_ids.shape[1]
-        mask = pad_values(part.loss_mask, length)
-        advantages = pad_values(part.advantages, length)
-        old_logprobs = pad_values(part.old_logprobs, length)
+
+        def padded(values: list[torch.Tensor]) -> torch.Tensor:
+            return pad_values(values, length).to(self.device)
+
+        mask = padded(part.loss_mask)
+        advantages = padded(part.advantages)
+        old_logprobs = padded(part.old_logprobs)
         scores = score_tokens(
             self.model,
             input_ids,
@@ -212,7 +217,7 @@ class TorchStrategy:
         metrics = {f"policy/{k}": v.detach() for k, v in metrics.items()}
         metrics["policy/loss"] = loss.detach()
         if part.ref_logprobs is not None:
-            kl = kl_penalty(logprobs, pad_values(part.ref_logprobs, length), settings.kl_estimator)
+            kl = kl_penalty(logprobs, padded(part.ref_logprobs), settings.kl_estimator)
             kl_value = aggregate_loss(kl, mask, settings.aggregation)
             metrics["policy/kl_to_reference"] = kl_value.detach()
             if settings.kl_in_loss and settings.kl_coef:
@@ -225,8 +230,8 @@ class TorchStrategy:
             values = self.value_head(scores.hidden.float()).squeeze(-1)
             critic = value_loss(
                 values,
-                pad_values(part.old_values, length),
-                pad_values(part.returns, length),
+                padded(part.old_values),
+                padded(part.returns),
                 mask,
                 clip=settings.value_clip,
                 aggregation=settings.aggregation,
@@ -239,14 +244,14 @@ class TorchStrategy:
     # ------------------------------------------------------------------ weights
     def inference_state_dict(self) -> dict[str, torch.Tensor]:
         if self.lora is None:
-            return {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+            return {k: v.detach().cpu().clone() for k, v in self.model.state_dict().items()}
         self.model.merge_adapter()
         try:
             merged = {}
             for name, value in self.model.get_base_model().state_dict().items():
                 if "lora_" in name:
                     continue
-                merged[name.replace(".base_layer.", ".")] = value.detach().clone()
+                merged[name.replace(".base_layer.", ".")] = value.detach().cpu().clone()
         finally:
             self.model.unmerge_adapter()
         return merged
