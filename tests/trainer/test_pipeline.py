@@ -179,3 +179,11 @@ def test_ctrl_c_saves_a_checkpoint_and_resume_continues(tmp_path):
     saved = latest_checkpoint(tmp_path)
     assert saved is not None and int(saved.name.removeprefix("step-")) >= 2
     assert not [p for p in (tmp_path / "checkpoints").iterdir() if p.name.startswith(".")]
+    # --resume continues from the saved step to one more
+    stopped_at = int(saved.name.removeprefix("step-"))
+    command[command.index("1000")] = str(stopped_at + 1)
+    resumed = subprocess.run(command + ["--resume"], capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert f"at step {stopped_at}." in resumed.stdout
+    assert f"step {stopped_at + 1}/{stopped_at + 1}" in resumed.stdout
+    assert latest_checkpoint(tmp_path).name == f"step-{stopped_at + 1}"

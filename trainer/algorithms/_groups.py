@@ -9,6 +9,15 @@ import torch
 from torch import Tensor
 
 
+def check_per_trajectory(rewards: Tensor, group_ids: Tensor, name: str = "rewards") -> None:
+    """Raises ``ValueError`` unless ``rewards`` and ``group_ids`` are 1-D and equally long."""
+    if rewards.dim() != 1 or rewards.shape != group_ids.shape:
+        raise ValueError(
+            f"{name} and group_ids must be 1-D and the same length, got "
+            f"{tuple(rewards.shape)} and {tuple(group_ids.shape)}"
+        )
+
+
 def group_index(group_ids: Tensor) -> tuple[Tensor, int]:
     """Map arbitrary integer ids to contiguous group indices ``0..G-1``.
 

@@ -14,7 +14,7 @@ import math
 import torch
 from torch import Tensor
 
-from trainer.algorithms._groups import group_index
+from trainer.algorithms._groups import check_per_trajectory, group_index
 
 
 def starpo_s_filter(rewards: Tensor, group_ids: Tensor, *, keep_fraction: float) -> Tensor:
@@ -44,11 +44,7 @@ def starpo_s_filter(rewards: Tensor, group_ids: Tensor, *, keep_fraction: float)
     """
     if not 0.0 < keep_fraction <= 1.0:
         raise ValueError(f"keep_fraction must be in (0, 1], got {keep_fraction}")
-    if rewards.dim() != 1 or rewards.shape != group_ids.shape:
-        raise ValueError(
-            "rewards and group_ids must be 1-D and the same length, got "
-            f"{tuple(rewards.shape)} and {tuple(group_ids.shape)}"
-        )
+    check_per_trajectory(rewards, group_ids)
     if rewards.numel() == 0:
         return torch.zeros(0, dtype=torch.bool, device=rewards.device)
     inverse, num_groups = group_index(group_ids)  # groups numbered in batch order

@@ -20,7 +20,7 @@ from collections.abc import Hashable, Sequence
 import torch
 from torch import Tensor
 
-from trainer.algorithms._groups import center_within_groups
+from trainer.algorithms._groups import center_within_groups, check_per_trajectory
 from trainer.algorithms.grpo import grpo_advantages
 
 
@@ -96,9 +96,8 @@ def gigpo_advantages(
         >>> adv  # episode: +-0.5; step at "s": returns 0.5 and 0, mean 0.25
         [tensor([0.7500, 0.5000]), tensor([-0.7500, -0.5000])]
     """
+    check_per_trajectory(episode_returns, group_ids, "episode_returns")
     num_traj = episode_returns.shape[0]
-    if not (group_ids.shape == episode_returns.shape == (num_traj,)):
-        raise ValueError("episode_returns and group_ids must be 1-D and the same length")
     if len(step_rewards) != num_traj or len(step_anchors) != num_traj:
         raise ValueError(
             f"step_rewards and step_anchors need one entry per trajectory ({num_traj}), got "

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from trainer.algorithms._groups import center_within_groups, group_index
+from trainer.algorithms._groups import center_within_groups, check_per_trajectory, group_index
 
 
 def grpo_advantages(
@@ -45,11 +45,7 @@ def grpo_advantages(
         >>> grpo_advantages(rewards, group_ids).round(decimals=4)  # std of {1, 0} is sqrt(1/2)
         tensor([ 0.7071, -0.7071, -0.7071,  0.7071])
     """
-    if rewards.dim() != 1 or rewards.shape != group_ids.shape:
-        raise ValueError(
-            "rewards and group_ids must be 1-D and the same length, got "
-            f"{tuple(rewards.shape)} and {tuple(group_ids.shape)}"
-        )
+    check_per_trajectory(rewards, group_ids)
     inverse, num_groups = group_index(group_ids)
     # A_i = (R_i - mean_g) / (std_g + eps)    (or R_i - mean_g without std_normalize)
     return center_within_groups(rewards, inverse, num_groups, std_normalize=std_normalize, eps=eps)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from trainer.algorithms._groups import group_index
+from trainer.algorithms._groups import check_per_trajectory, group_index
 
 
 def rloo_advantages(rewards: Tensor, group_ids: Tensor) -> Tensor:
@@ -31,11 +31,7 @@ def rloo_advantages(rewards: Tensor, group_ids: Tensor) -> Tensor:
         >>> rloo_advantages(torch.tensor([1.0, 0.0, 0.0, 5.0]), torch.tensor([0, 0, 0, 1]))
         tensor([ 1.0000, -0.5000, -0.5000,  0.0000])
     """
-    if rewards.dim() != 1 or rewards.shape != group_ids.shape:
-        raise ValueError(
-            "rewards and group_ids must be 1-D and the same length, got "
-            f"{tuple(rewards.shape)} and {tuple(group_ids.shape)}"
-        )
+    check_per_trajectory(rewards, group_ids)
     inverse, num_groups = group_index(group_ids)
     count = rewards.new_zeros(num_groups).index_add_(0, inverse, torch.ones_like(rewards))
     total = rewards.new_zeros(num_groups).index_add_(0, inverse, rewards)
