@@ -104,6 +104,7 @@ class TrainConfig(_Section):
 
 
 class SftConfig(_Section):
+    before_rl: bool = False
     episodes: int = Field(256, gt=0)
     epochs: int = Field(1, gt=0)
     lr: float = Field(1e-4, gt=0.0)

@@ -174,8 +174,9 @@ class Pipeline:
         random.seed(config.train.seed)
         np.random.seed(config.train.seed % 2**32)
 
-        self._log(f"Loading model {config.model.name}...")
-        policy, self.tokenizer = load_model(config.model.name, seed=config.train.seed)
+        model_name = self._warm_started_model() if config.sft.before_rl else config.model.name
+        self._log(f"Loading model {model_name}...")
+        policy, self.tokenizer = load_model(model_name, seed=config.train.seed)
         device = resolve_device(config.train.device)
         policy.to(device)
         self.generator = HFGenerator(copy.deepcopy(policy), self.tokenizer, device=device)
@@ -186,6 +187,24 @@ class Pipeline:
         self.metrics = MetricsLogger(self.run_dir, config.train.loggers, config.model_dump())
         if resume:
             self._resume()
+
+    def _warm_started_model(self) -> str:
+        """The model folder of the run's supervised warm start, made first if there is none.
+
+        It lives in ``<run>/sft`` and is found again on ``--resume``, so a resumed run keeps the
+        same starting weights (its LoRA adapters are trained on top of them).
+        """
+        from trainer.sft import supervised_warm_start
+
+        sft_dir = self.run_dir / "sft"
+        folder = latest_checkpoint(sft_dir)
+        if folder is None:
+            self._log(f"Supervised warm start on {self.config.sft.episodes} oracle episodes...")
+            sft_config = self.config.model_copy(
+                update={"train": self.config.train.model_copy(update={"output_dir": str(sft_dir)})}
+            )
+            folder = supervised_warm_start(sft_config, log=self._log)
+        return str(folder / "model")
 
     def _env_manager(self, group_size: int, *, greedy: bool) -> EnvManager:
         env = self.config.env

@@ -187,3 +187,23 @@ def test_ctrl_c_saves_a_checkpoint_and_resume_continues(tmp_path):
     assert f"at step {stopped_at}." in resumed.stdout
     assert f"step {stopped_at + 1}/{stopped_at + 1}" in resumed.stdout
     assert latest_checkpoint(tmp_path).name == f"step-{stopped_at + 1}"
+
+
+def test_warm_start_runs_once_and_rl_starts_from_it(tmp_path):
+    overrides = [
+        "sft.before_rl=true",
+        "sft.episodes=4",
+        "sft.epochs=30",
+        "sft.lr=3e-3",
+        "env.kwargs={desc: [SFF, FHF, FFG], answer_format: {tag: null}}",
+        "env.max_turns=6",
+    ]
+    pipeline = _pipeline(tmp_path, *overrides)
+    sft_checkpoint = latest_checkpoint(tmp_path / "sft")
+    assert sft_checkpoint is not None
+    # RL starts from the warm-started model, which already walks the oracle's path
+    assert pipeline.evaluate()["eval/success"] == 1.0
+    # a second pipeline on the same run finds the warm start instead of redoing it
+    again = _pipeline(tmp_path, *overrides)
+    assert latest_checkpoint(tmp_path / "sft") == sft_checkpoint
+    assert again.evaluate()["eval/success"] == 1.0
