@@ -60,6 +60,6 @@ def run_sft(args: argparse.Namespace) -> int:
     folder = supervised_warm_start(config)
     print(
         f"Saved {folder}; train from it with: roll-agent train --env {args.env} "
-        f"--model {folder / 'model'}"
+        f"--model {folder / 'model'} --set sft.before_rl=false"
     )
     return 0

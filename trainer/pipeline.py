@@ -194,16 +194,12 @@ class Pipeline:
         It lives in ``<run>/sft`` and is found again on ``--resume``, so a resumed run keeps the
         same starting weights (its LoRA adapters are trained on top of them).
         """
-        from trainer.sft import supervised_warm_start
+        from trainer.sft import sft_dir, supervised_warm_start
 
-        sft_dir = self.run_dir / "sft"
-        folder = latest_checkpoint(sft_dir)
+        folder = latest_checkpoint(sft_dir(self.config))
         if folder is None:
             self._log(f"Supervised warm start on {self.config.sft.episodes} oracle episodes...")
-            sft_config = self.config.model_copy(
-                update={"train": self.config.train.model_copy(update={"output_dir": str(sft_dir)})}
-            )
-            folder = supervised_warm_start(sft_config, log=self._log)
+            folder = supervised_warm_start(self.config, log=self._log)
         return str(folder / "model")
 
     def _env_manager(self, group_size: int, *, greedy: bool) -> EnvManager:

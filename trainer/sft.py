@@ -24,10 +24,16 @@ from trainer.pipeline import build_strategy, resolve_device, step_seeds
 from trainer.rollout.env_manager import EnvManager
 
 
+def sft_dir(config: Config) -> Path:
+    """Where a run's supervised warm start lives: ``<train.output_dir>/sft``."""
+    return Path(config.train.output_dir) / "sft"
+
+
 def supervised_warm_start(config: Config, log: Callable[[str], None] = print) -> Path:
     """Trains ``config.model`` on ``config.sft.episodes`` oracle episodes; returns the checkpoint.
 
-    The checkpoint's ``model/`` folder is a full Hugging Face model (LoRA merged), ready for
+    It is written under ``<train.output_dir>/sft/``, apart from the run's RL checkpoints. Its
+    ``model/`` folder is a full Hugging Face model (LoRA merged), ready for
     ``roll-agent train --model <that folder>``.
     """
     sft = config.sft
@@ -53,7 +59,7 @@ def supervised_warm_start(config: Config, log: Callable[[str], None] = print) ->
     solved = sum(t.success for t in trajectories) / len(trajectories)
     log(f"{len(trajectories)} oracle episodes ({solved:.0%} solved), {len(samples)} samples.")
 
-    run_dir = Path(config.train.output_dir)
+    run_dir = sft_dir(config)
     metrics = MetricsLogger(run_dir, config.train.loggers, config.model_dump())
     rng = random.Random(config.train.seed)
     step = 0

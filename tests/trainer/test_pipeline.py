@@ -127,9 +127,10 @@ def test_sft_learns_the_oracle_replies(tmp_path):
         ],
     )
     folder = supervised_warm_start(config, log=lambda message: None)
+    assert folder.parent == tmp_path / "sft" / "checkpoints", "apart from RL checkpoints"
     losses = [
         float(line.split('"sft/loss": ')[1].split(",")[0])
-        for line in (tmp_path / "metrics.jsonl").read_text().splitlines()
+        for line in (tmp_path / "sft" / "metrics.jsonl").read_text().splitlines()
     ]
     assert losses[-1] < 0.1 * losses[0]
     # the warm-started model walks the oracle's path greedily
