@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import importlib.metadata
 import os
 import random
@@ -33,8 +32,9 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from types import ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn
+
+from trainer.extras import INSTALL_COMMANDS, MissingExtraError, require_extra
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -48,43 +48,9 @@ INTERRUPTED = 130
 ORACLE_SUCCESS_THRESHOLD = 0.9
 QUIT_WORDS = frozenset({"q", "quit", "exit"})
 
-#: How to install each optional extra. torch is pinned first: an unpinned torch from PyPI drags
-#: in several GB of CUDA packages.
-INSTALL_COMMANDS = {
-    "train": "pip install torch==2.13.0 && pip install 'rollenv[train]'",
-}
-
 
 class UsageError(Exception):
     """A mistake the user made on the command line; ``main`` prints it as one line."""
-
-
-class MissingExtraError(UsageError):
-    """An optional dependency of rollenv is not installed; the message names the pip command."""
-
-
-def require_extra(module: str, extra: str) -> ModuleType:
-    """Imports ``module``, which comes with rollenv's optional ``extra``.
-
-    Args:
-        module: the module to import, e.g. ``"torch"``.
-        extra: the rollenv extra that installs it, e.g. ``"train"``.
-
-    Returns:
-        The imported module.
-
-    Raises:
-        MissingExtraError: the module cannot be imported; the message says what to install.
-    """
-    try:
-        return importlib.import_module(module)
-    except ImportError as error:
-        missing = isinstance(error, ModuleNotFoundError) and error.name == module.split(".")[0]
-        problem = "is not installed" if missing else f"cannot be imported ({error})"
-        command = INSTALL_COMMANDS.get(extra, f"pip install 'rollenv[{extra}]'")
-        raise MissingExtraError(
-            f"{module} {problem}; it comes with rollenv's [{extra}] extra: {command}"
-        ) from None
 
 
 # ---------------------------------------------------------------------------------- the parser
@@ -287,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with _warnings_as_one_line():
             return args.handler(args)
-    except UsageError as error:
+    except (UsageError, MissingExtraError) as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return USAGE_ERROR
     except KeyboardInterrupt:
@@ -609,10 +575,11 @@ def _run_with_config(args: argparse.Namespace, function: str) -> int:
     from rollenv import UnknownEnvError
     from trainer import launch
     from trainer.config import ConfigError
+    from trainer.models import ModelLoadError
 
     try:
         return getattr(launch, function)(args)
-    except (ConfigError, UnknownEnvError) as error:
+    except (ConfigError, UnknownEnvError, ModelLoadError) as error:
         raise UsageError(str(error)) from None
 
 

@@ -7,9 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-
-class MissingExtraError(RuntimeError):
-    """An optional package a setting needs is not installed; the message names the install."""
+from trainer.extras import MissingExtraError
 
 
 class MetricsLogger:
