@@ -243,8 +243,13 @@ class TorchStrategy:
 
     # ------------------------------------------------------------------ weights
     def inference_state_dict(self) -> dict[str, torch.Tensor]:
+        """Full weights for a generator or a save; read them, don't modify them.
+
+        Without LoRA these are detached views of the live weights (the generator's
+        ``load_state_dict`` copies them anyway); with LoRA, copies of the merged weights.
+        """
         if self.lora is None:
-            return {k: v.detach().cpu().clone() for k, v in self.model.state_dict().items()}
+            return {k: v.detach().cpu() for k, v in self.model.state_dict().items()}
         self.model.merge_adapter()
         try:
             merged = {}
