@@ -10,7 +10,7 @@ log-prob is ``log p(token_t | tokens_<t)``; entry 0 is always masked out).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
@@ -26,7 +26,6 @@ class TokenBatch:
     ref_logprobs: list[torch.Tensor] | None = None
     old_values: list[torch.Tensor] | None = None
     returns: list[torch.Tensor] | None = None
-    extra: dict = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.token_ids)

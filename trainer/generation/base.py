@@ -9,7 +9,7 @@ top-p or allowed-token truncation: the same quantity the trainer recomputes for 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal, Protocol
 
 import torch
@@ -46,7 +46,6 @@ class GenerationOutput:
     token_ids: list[int]
     logprobs: list[float]
     finish_reason: Literal["stop", "length"]
-    extra: dict = field(default_factory=dict)
 
 
 class Generator(Protocol):
