@@ -85,6 +85,11 @@ class AlgorithmConfig(_Section):
     minibatches: int = Field(1, gt=0)
 
 
+class GenerationConfig(_Section):
+    backend: Literal["continuous", "hf"] = "continuous"
+    max_batch_size: int = Field(64, gt=0)
+
+
 class OptimConfig(_Section):
     lr: float = Field(1e-5, gt=0.0)
     weight_decay: float = Field(0.0, ge=0.0)
@@ -117,6 +122,7 @@ class Config(_Section):
     model: ModelConfig = ModelConfig()
     env: EnvConfig = EnvConfig()
     sampling: SamplingConfig = SamplingConfig()
+    generation: GenerationConfig = GenerationConfig()
     algorithm: AlgorithmConfig = AlgorithmConfig()
     optim: OptimConfig = OptimConfig()
     train: TrainConfig = TrainConfig()

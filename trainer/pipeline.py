@@ -35,7 +35,7 @@ from trainer.batch import TokenBatch
 from trainer.checkpoint import checkpoint_step, latest_checkpoint, save_checkpoint
 from trainer.config import Config, ConfigError
 from trainer.credit import assign_credit, samples_of
-from trainer.generation import HFGenerator, SamplingParams
+from trainer.generation import SamplingParams, make_generator
 from trainer.metrics import MetricsLogger
 from trainer.models import load_model
 from trainer.rollout.env_manager import EnvManager
@@ -179,7 +179,13 @@ class Pipeline:
         policy, self.tokenizer = load_model(model_name, seed=config.train.seed)
         device = resolve_device(config.train.device)
         policy.to(device)
-        self.generator = HFGenerator(copy.deepcopy(policy), self.tokenizer, device=device)
+        self.generator = make_generator(
+            config.generation.backend,
+            copy.deepcopy(policy),
+            self.tokenizer,
+            device=device,
+            max_batch_size=config.generation.max_batch_size,
+        )
         self.strategy = build_strategy(config, policy, self.tokenizer.pad_token_id)
         self.manager = self._env_manager(config.env.group_size, greedy=False)
         self.eval_manager = self._env_manager(1, greedy=True)

@@ -48,6 +48,8 @@ class SokobanEnv(TextEnv):
         max_actions_per_turn: moves one reply may carry, separated by ``||``.
         symbols: seven characters for wall, floor, target, box on target, box, player, player on
             target (``"#_O√XPS"``).
+        cell_separator: text put between the cells of a row (``" "`` makes every cell its own
+            token for most tokenizers, so a column is a fixed number of tokens apart).
         format_penalty: reward of a reply with no valid action.
         step_reward, box_on_reward, box_off_reward, solved_reward: the reward scheme.
         answer_format: overrides how actions are read from a reply (an ``AnswerFormat`` or its
@@ -70,6 +72,7 @@ class SokobanEnv(TextEnv):
         max_actions: int = 10,
         max_actions_per_turn: int = 1,
         symbols: str = DEFAULT_SYMBOLS,
+        cell_separator: str = "",
         format_penalty: float = -0.1,
         step_reward: float = -0.1,
         box_on_reward: float = 1.0,
@@ -89,6 +92,11 @@ class SokobanEnv(TextEnv):
                 f"symbols must be 7 distinct characters "
                 f"({', '.join(SYMBOL_MEANINGS)}), got {symbols!r}"
             )
+        if "\n" in cell_separator or set(cell_separator) & set(symbols):
+            raise ValueError(
+                f"cell_separator {cell_separator!r} may not contain a newline or a board symbol"
+            )
+        self.cell_separator = cell_separator
         self.dim_room = tuple(dim_room)
         self.num_boxes = num_boxes
         self.min_solution_length = min_solution_length
@@ -132,7 +140,10 @@ class SokobanEnv(TextEnv):
 
     def _new_episode(self, rng: random.Random, options: dict[str, Any] | None) -> None:
         if options and "board" in options:
-            self.puzzle = Puzzle.from_text(options["board"], self.symbols)
+            board = str(options["board"])
+            if self.cell_separator:
+                board = board.replace(self.cell_separator, "")
+            self.puzzle = Puzzle.from_text(board, self.symbols)
             plan = solve(self.puzzle)
             self.optimal_plan_length = None if plan is None else len(plan)
         else:
@@ -155,7 +166,10 @@ class SokobanEnv(TextEnv):
         return {"optimal_plan_length": self.optimal_plan_length}
 
     def _observation(self) -> str:
-        return self.state.render(self.symbols)
+        board = self.state.render(self.symbols)
+        if not self.cell_separator:
+            return board
+        return "\n".join(self.cell_separator.join(row) for row in board.split("\n"))
 
     def _parse_action(self, text: str) -> int | None:
         return _ACTION_BY_NAME.get(text.lower())

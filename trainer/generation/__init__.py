@@ -8,7 +8,7 @@ Example:
     >>> make_generator("vllm-typo", None, None)
     Traceback (most recent call last):
     ...
-    ValueError: unknown generation backend 'vllm-typo'; available: 'hf'
+    ValueError: unknown generation backend 'vllm-typo'; available: 'continuous', 'hf'
 """
 
 from __future__ import annotations
@@ -17,10 +17,12 @@ import importlib
 from typing import Any
 
 from trainer.generation.base import GenerationOutput, Generator, SamplingParams
+from trainer.generation.continuous import ContinuousGenerator
 from trainer.generation.hf import HFGenerator
 
 __all__ = [
     "BACKENDS",
+    "ContinuousGenerator",
     "GenerationOutput",
     "Generator",
     "HFGenerator",
@@ -31,6 +33,7 @@ __all__ = [
 #: Backend name -> ``"module:Class"``, imported only when that backend is asked for (so a GPU
 #: engine's heavy imports cost nothing to those who do not use it).
 BACKENDS: dict[str, str] = {
+    "continuous": "trainer.generation.continuous:ContinuousGenerator",
     "hf": "trainer.generation.hf:HFGenerator",
 }
 
@@ -39,11 +42,12 @@ def make_generator(backend: str, model: Any, tokenizer: Any, **kwargs: Any) -> G
     """Builds the generation backend named ``backend``.
 
     Args:
-        backend: one of :data:`BACKENDS` (``"hf"``: in-process transformers, the default).
+        backend: one of :data:`BACKENDS` (``"continuous"``: the fast in-process engine, the
+            default; ``"hf"``: the simple reference loop).
         model: the model the backend generates with (it takes ownership of it).
         tokenizer: its tokenizer.
-        **kwargs: passed to the backend's constructor (for ``"hf"``: ``device``,
-            ``max_batch_size``).
+        **kwargs: passed to the backend's constructor (for ``"continuous"`` and ``"hf"``:
+            ``device``, ``max_batch_size``).
 
     Returns:
         The backend, a :class:`Generator`.

@@ -1,4 +1,6 @@
-"""Tests of ``HFGenerator`` on the tiny random model, against plain full-forward references."""
+"""Tests of the in-process backends (``HFGenerator``, and ``ContinuousGenerator`` through the
+parametrised ``generator`` fixture) on the tiny random model, against plain full-forward
+references."""
 
 from __future__ import annotations
 
@@ -41,10 +43,11 @@ def tiny():
     return _load(0)
 
 
-@pytest.fixture(scope="module")
-def generator(tiny):
+@pytest.fixture(scope="module", params=["hf", "continuous"])
+def generator(tiny, request):
+    """Each in-process backend; both must honour the same contract."""
     model, tokenizer = tiny
-    return HFGenerator(model, tokenizer, max_batch_size=16)
+    return make_generator(request.param, model, tokenizer, max_batch_size=16)
 
 
 def _full_logits(model, ids: list[int]) -> torch.Tensor:
@@ -282,7 +285,6 @@ def test_bad_requests_are_refused(generator):
 
 
 def test_generator_leaves_no_grad_state_and_satisfies_the_protocol(generator):
-    assert isinstance(generator, HFGenerator)
     protocol_methods = [m for m in vars(Generator) if not m.startswith("_")]
     assert sorted(protocol_methods) == ["generate", "update_weights"]
     assert all(callable(getattr(generator, m)) for m in protocol_methods)
@@ -294,5 +296,7 @@ def test_make_generator_builds_hf_and_names_the_backends(tiny):
     model, tokenizer = tiny
     generator = make_generator("hf", model, tokenizer, max_batch_size=4)
     assert isinstance(generator, HFGenerator) and generator.max_batch_size == 4
-    with pytest.raises(ValueError, match=r"unknown generation backend 'vlm'; available: 'hf'"):
+    with pytest.raises(
+        ValueError, match=r"unknown generation backend 'vlm'; available: 'continuous', 'hf'"
+    ):
         make_generator("vlm", model, tokenizer)

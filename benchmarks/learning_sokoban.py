@@ -1,0 +1,319 @@
+"""The whole recipe, measured: base model -> supervised warm start -> RL, against wall-clock.
+
+One command runs what ``roll-agent train --env sokoban`` runs (the ``sokoban`` preset), from the
+base model, and records greedy validation success on ``--eval-seeds`` held-out seeds
+(``0 .. N-1``; training never uses a seed below 1,000,000) of ``SimpleSokoban-v0`` and, for
+transfer, of ``FrozenLake-v0`` and ``LargerSokoban-v0``:
+
+1. **base**: the model as downloaded;
+2. **SFT**: after ``--sft-minutes`` of supervised training on oracle (BFS) episodes, in RL's
+   exact prompts;
+3. **RL arm**: from the SFT weights, RL with the preset until ``--budget-minutes`` of training
+   wall-clock have passed since the start, evaluated every ``--eval-every-minutes``;
+4. **SFT-only arm**: from the same SFT weights, supervised training goes on for the same
+   remaining time, evaluated at the same clock points: what the RL time would have bought
+   with more supervised data instead.
+
+The clock counts everything a training run does (model loading, rollouts, updates, weight sync,
+oracle episodes) and stops while evaluating, so evaluation cost does not eat the budget; the time
+spent evaluating is recorded too. Sokoban evaluation uses the preset's env settings (the board
+drawn with the preset's ``cell_separator``); FrozenLake-v0 its own defaults. Episodes are greedy
+(temperature 0), at most ``env.max_turns`` turns.
+
+Run (from the repository root)::
+
+    python benchmarks/learning_sokoban.py                   # the full recipe, about 1h30
+    python benchmarks/learning_sokoban.py --quick           # tiny-random, a few minutes
+
+It prints a table, writes every point to JSON after each evaluation (an interrupted run keeps
+what it measured) and draws a PNG of success against minutes of training.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+import rollenv
+from trainer.config import Config, load_config
+from trainer.generation import SamplingParams, make_generator
+from trainer.pipeline import Pipeline, rollout_metrics
+from trainer.rollout.env_manager import EnvManager
+from trainer.sft import OracleSFT
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+MAIN_ENV = "SimpleSokoban-v0"
+TRANSFER_ENVS = ("FrozenLake-v0", "LargerSokoban-v0")
+GOAL_SUCCESS = 0.35
+GOAL_MARGIN = 0.05
+
+
+class Stopwatch:
+    """Training wall-clock that can be paused (for evaluation)."""
+
+    def __init__(self) -> None:
+        self.elapsed, self._since = 0.0, time.perf_counter()
+
+    def pause(self) -> None:
+        self.elapsed += time.perf_counter() - self._since
+
+    def resume(self) -> None:
+        self._since = time.perf_counter()
+
+    def now(self) -> float:
+        return self.elapsed + time.perf_counter() - self._since
+
+
+class Evaluator:
+    """Greedy episodes on held-out seeds, with its own generator."""
+
+    def __init__(self, config: Config, generator: Any, tokenizer: Any, seeds: int) -> None:
+        self.config, self.generator, self.tokenizer = config, generator, tokenizer
+        self.seeds = list(range(seeds))
+        self.seconds = 0.0
+
+    def env_kwargs(self, env_id: str) -> dict[str, Any]:
+        same_family = (
+            rollenv.spec(env_id).entry_point == rollenv.spec(self.config.env.id).entry_point
+        )
+        return dict(self.config.env.kwargs) if same_family else {}
+
+    def __call__(self, env_ids: Sequence[str]) -> dict[str, dict[str, float]]:
+        started = time.perf_counter()
+        results = {}
+        for env_id in env_ids:
+            manager = EnvManager(
+                env_id,
+                self.tokenizer,
+                self.generator,
+                env_kwargs=self.env_kwargs(env_id),
+                group_size=1,
+                max_turns=self.config.env.max_turns,
+                context=self.config.env.context,
+                window=self.config.env.window,
+                max_context_tokens=self.config.env.max_context_tokens,
+                sampling=SamplingParams(
+                    max_new_tokens=self.config.sampling.max_new_tokens,
+                    temperature=0.0,
+                    stop_token_ids=(self.tokenizer.eos_token_id,),
+                ),
+            )
+            trajectories = manager.rollout(self.seeds)
+            metrics = rollout_metrics(trajectories, "eval")
+            results[env_id] = {k.removeprefix("eval/"): v for k, v in metrics.items()}
+        self.seconds += time.perf_counter() - started
+        return results
+
+
+class Recorder:
+    """Collects evaluation points and writes them to JSON as they come."""
+
+    def __init__(self, path: Path, header: dict[str, Any]) -> None:
+        self.path, self.header, self.points = path, header, []
+
+    def add(self, arm: str, clock: float, results: dict[str, dict[str, float]], **extra: Any):
+        for env_id, metrics in results.items():
+            self.points.append(
+                {"arm": arm, "minutes": clock / 60, "env": env_id, **metrics, **extra}
+            )
+        main = results.get(MAIN_ENV, {})
+        shown = ", ".join(f"{env} {m['success']:.1%}" for env, m in results.items())
+        print(f"[{clock / 60:6.1f} min] {arm}: {shown}", flush=True)
+        self.write()
+        return main.get("success")
+
+    def write(self, **summary: Any) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        report = {**self.header, "points": self.points, **summary}
+        self.path.write_text(json.dumps(report, indent=2) + "\n")
+
+
+def plot(points: list[dict[str, Any]], path: Path, budget_minutes: float) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    styles = {"RL": "tab:red", "SFT only": "tab:blue"}
+    for env_id, dash in zip((MAIN_ENV, *TRANSFER_ENVS), ("-", ":", "--"), strict=False):
+        start = [p for p in points if p["env"] == env_id and p["arm"] in ("base", "SFT")]
+        for arm, color in styles.items():
+            line = start + [p for p in points if p["env"] == env_id and p["arm"] == arm]
+            if len(line) > len(start):
+                ax.plot(
+                    [p["minutes"] for p in line],
+                    [100 * p["success"] for p in line],
+                    dash,
+                    color=color,
+                    marker="o" if env_id == MAIN_ENV else None,
+                    label=f"{arm}: {env_id}",
+                )
+    ax.axhline(100 * GOAL_SUCCESS, color="grey", lw=0.8, ls="--")
+    ax.axvline(budget_minutes, color="grey", lw=0.8)
+    ax.set_xlabel("training wall-clock, minutes (2 CPU cores; evaluation excluded)")
+    ax.set_ylabel("greedy success, %")
+    ax.set_title("SmolLM2-135M-Instruct on Sokoban: base -> SFT -> RL vs SFT only")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--preset", default="sokoban")
+    parser.add_argument("--budget-minutes", type=float, default=60.0)
+    parser.add_argument("--sft-minutes", type=float, default=15.0)
+    parser.add_argument("--eval-every-minutes", type=float, default=10.0)
+    parser.add_argument("--eval-seeds", type=int, default=256)
+    parser.add_argument("--arms", nargs="+", default=["RL", "SFT only"], choices=["RL", "SFT only"])
+    parser.add_argument("--set", action="append", default=[], help="config override key=value")
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "runs" / "learning_sokoban")
+    parser.add_argument(
+        "--json", type=Path, default=REPO_ROOT / "benchmarks" / "results" / "learning_sokoban.json"
+    )
+    parser.add_argument(
+        "--png", type=Path, default=REPO_ROOT / "benchmarks" / "results" / "learning_sokoban.png"
+    )
+    parser.add_argument("--quick", action="store_true", help="tiny-random model, short budgets")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.set = ["model.name=tiny-random", *args.set]
+        args.budget_minutes, args.sft_minutes, args.eval_every_minutes = 3.0, 1.0, 1.0
+        args.eval_seeds = min(args.eval_seeds, 16)
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    budget = args.budget_minutes * 60
+    overrides = [
+        "sft.before_rl=false",
+        "sft.epochs=1",
+        "sft.episodes=1000000",  # the clock, not the episode count, ends SFT
+        f"train.output_dir={args.out}",
+        "train.eval_every=0",
+        "train.checkpoint_every=0",
+        *args.set,
+    ]
+    config = load_config(args.preset, overrides)
+    all_envs = (MAIN_ENV, *TRANSFER_ENVS)
+    recorder = Recorder(
+        args.json,
+        {
+            "preset": args.preset,
+            "overrides": args.set,
+            "config": config.model_dump(),
+            "budget_minutes": args.budget_minutes,
+            "sft_minutes": args.sft_minutes,
+            "eval_seeds": args.eval_seeds,
+            "torch_threads": torch.get_num_threads(),
+        },
+    )
+    clock = Stopwatch()
+    sft = OracleSFT(config, metrics_dir=args.out / "sft")
+    eval_generator = make_generator(
+        config.generation.backend,
+        copy.deepcopy(sft.model),
+        sft.tokenizer,
+        max_batch_size=config.generation.max_batch_size,
+    )
+    evaluate = Evaluator(config, eval_generator, sft.tokenizer, args.eval_seeds)
+
+    def checkpoint_eval(arm: str, envs: Sequence[str], weights: dict | None, **extra: Any):
+        clock.pause()
+        if weights is not None:
+            eval_generator.update_weights(weights)
+        success = recorder.add(arm, clock.elapsed, evaluate(envs), **extra)
+        clock.resume()
+        return success
+
+    checkpoint_eval("base", all_envs, None)
+    sft.train(max_seconds=args.sft_minutes * 60 - clock.now())
+    sft_success = checkpoint_eval(
+        "SFT", all_envs, sft.strategy.inference_state_dict(), sft_steps=sft.step
+    )
+    sft_checkpoint = sft.save(args.out / "sft")
+    sft_clock = clock.now()
+    finals: dict[str, float | None] = {}
+
+    if "RL" in args.arms:
+        rl_config = load_config(
+            args.preset,
+            [
+                *overrides,
+                f"model.name={sft_checkpoint / 'model'}",
+                f"train.output_dir={args.out / 'rl'}",
+            ],
+        )
+        clock.elapsed, clock._since = sft_clock, time.perf_counter()
+        pipeline = Pipeline(rl_config)
+        rl_eval = Evaluator(rl_config, pipeline.generator, pipeline.tokenizer, args.eval_seeds)
+        next_eval = sft_clock + args.eval_every_minutes * 60
+        while clock.now() < budget:
+            metrics = pipeline.train_step()
+            pipeline.metrics.log(pipeline.step, metrics)
+            print(f"  {pipeline._progress_line({**metrics, 'time/step': metrics['time/update']})}")
+            if clock.now() >= next_eval and clock.now() < budget:
+                clock.pause()
+                recorder.add("RL", clock.elapsed, rl_eval([MAIN_ENV]), rl_steps=pipeline.step)
+                clock.resume()
+                next_eval += args.eval_every_minutes * 60
+        clock.pause()
+        finals["RL"] = recorder.add("RL", clock.elapsed, rl_eval(all_envs), rl_steps=pipeline.step)
+        evaluate.seconds += rl_eval.seconds
+        pipeline.metrics.close()
+        del pipeline
+
+    if "SFT only" in args.arms:
+        clock.elapsed, clock._since = sft_clock, time.perf_counter()
+        next_eval = sft_clock + args.eval_every_minutes * 60
+        while clock.now() < budget:
+            sft.train(max_seconds=min(next_eval, budget) - clock.now())
+            if clock.now() >= next_eval and clock.now() < budget:
+                checkpoint_eval(
+                    "SFT only", [MAIN_ENV], sft.strategy.inference_state_dict(), sft_steps=sft.step
+                )
+                next_eval += args.eval_every_minutes * 60
+        clock.pause()
+        eval_generator.update_weights(sft.strategy.inference_state_dict())
+        finals["SFT only"] = recorder.add(
+            "SFT only", clock.elapsed, evaluate(all_envs), sft_steps=sft.step
+        )
+    sft.close()
+
+    summary = {
+        "sft_success": sft_success,
+        "final_success": finals,
+        "evaluation_seconds": evaluate.seconds,
+    }
+    print(f"\n{MAIN_ENV}, {args.eval_seeds} held-out seeds, greedy:")
+    base_success = recorder.points[0]["success"]
+    print(f"  base -> SFT ({args.sft_minutes:g} min): {base_success:.1%} -> {sft_success:.1%}")
+    for arm, success in finals.items():
+        print(f"  {arm} at {args.budget_minutes:g} min: {success:.1%}")
+    if finals.get("RL") is not None:
+        ok = finals["RL"] >= GOAL_SUCCESS
+        print(f"  goal RL >= {GOAL_SUCCESS:.0%}: {'PASS' if ok else 'FAIL'}")
+    if finals.get("RL") is not None and finals.get("SFT only") is not None:
+        margin = finals["RL"] - finals["SFT only"]
+        ok = margin >= GOAL_MARGIN
+        print(
+            f"  RL - SFT only = {margin * 100:+.1f} points (goal >= +5): {'PASS' if ok else 'FAIL'}"
+        )
+        summary["rl_minus_sft_only"] = margin
+    recorder.write(**summary)
+    plot(recorder.points, args.png, args.budget_minutes)
+    print(f"raw numbers: {args.json}\nplot: {args.png}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

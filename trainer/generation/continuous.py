@@ -1,0 +1,276 @@
+"""``ContinuousGenerator``: the fast in-process backend (continuous batching, reused KV cache).
+
+HF ``generate`` runs a fixed batch until its longest reply ends, pads every prompt to the
+longest, and recomputes each prompt from its first token. In multi-turn rollouts that last
+part dominates: turn k+1's prompt is turn k's prompt and reply plus a short observation. This
+engine:
+
+* keeps each sequence's keys and values in a :class:`~trainer.generation.kv_cache.SlotKVCache`
+  row after its request ends, and starts a new prompt from the row sharing its longest prefix,
+  so only the new tokens are run (the shared system prompt of a group is computed once too);
+* runs new prompts packed, without padding, through the linear layers;
+* decodes every running request in one batched step, and the moment a request finishes its row
+  is released and a waiting request takes its place (continuous batching).
+
+It reuses the model's own modules (norms, projections, MLP, rotary embedding), so the numbers
+are the trainer's: only attention is done here, over the cache. Sampling and reported
+log-probabilities are those of :func:`trainer.generation.hf.sample_next_tokens`.
+
+Supported: Llama-family decoders (``llama``, ``mistral``, ``qwen2``), which covers the default
+SmolLM2 models; others use the ``hf`` backend.
+
+Example:
+    >>> from trainer.generation import SamplingParams
+    >>> from trainer.models import load_model
+    >>> model, tokenizer = load_model("tiny-random", seed=0)
+    >>> generator = ContinuousGenerator(model, tokenizer)
+    >>> prompt = tokenizer.apply_chat_template(
+    ...     [{"role": "user", "content": "Which way?"}], add_generation_prompt=True, tokenize=True
+    ... )["input_ids"]
+    >>> [out] = generator.generate([prompt], SamplingParams(max_new_tokens=4, seed=0))
+    >>> len(out.token_ids), out.finish_reason
+    (4, 'length')
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import torch
+import torch.nn.functional as F
+from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+from trainer.generation.base import GenerationOutput, SamplingParams
+from trainer.generation.hf import HFGenerator, _check_params, sample_next_tokens
+from trainer.generation.kv_cache import SlotKVCache
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+__all__ = ["SUPPORTED_MODEL_TYPES", "ContinuousGenerator"]
+
+SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2")
+
+
+@dataclass
+class _Request:
+    index: int
+    prompt: list[int]
+    tokens: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    finish_reason: str = "length"
+
+
+class ContinuousGenerator:
+    """Generates with a Llama-family transformers model, reusing keys and values across calls.
+
+    The generator owns ``model`` (it is put in eval mode and overwritten by
+    :meth:`update_weights`): give it its own copy, not the module being trained.
+
+    Args:
+        model: a ``LlamaForCausalLM``-like model (see :data:`SUPPORTED_MODEL_TYPES`).
+        tokenizer: its tokenizer (the default stop token is its eos).
+        device: where to run.
+        max_batch_size: most requests decoded together; more wait and start as others end.
+        cache_rows: sequences whose keys and values are kept (running and idle); default
+            ``2 * max_batch_size + 1``, so every running episode's previous turn stays cached.
+
+    Raises:
+        ValueError: the model's architecture is not supported.
+    """
+
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
+        *,
+        device: str | torch.device = "cpu",
+        max_batch_size: int = 32,
+        cache_rows: int | None = None,
+    ) -> None:
+        model_type = getattr(model.config, "model_type", None)
+        if model_type not in SUPPORTED_MODEL_TYPES or hasattr(
+            model.model.layers[0].self_attn, "q_norm"
+        ):
+            raise ValueError(
+                f"the 'continuous' backend supports {', '.join(SUPPORTED_MODEL_TYPES)} models, "
+                f"not {model_type!r}; use the 'hf' backend"
+            )
+        if max_batch_size < 1:
+            raise ValueError(f"max_batch_size must be >= 1, got {max_batch_size}")
+        # HFGenerator does the model placement, stop/pad ids and weight loading the same way.
+        self._hf = HFGenerator(model, tokenizer, device=device, max_batch_size=max_batch_size)
+        self.model, self.tokenizer, self.device = self._hf.model, tokenizer, self._hf.device
+        self.default_stop_token_ids = self._hf.default_stop_token_ids
+        self.max_batch_size = max_batch_size
+        config = model.config
+        self._layers = list(model.model.layers)
+        self._heads = config.num_attention_heads
+        self._kv_heads = getattr(config, "num_key_value_heads", None) or self._heads
+        self._head_dim = getattr(config, "head_dim", None) or config.hidden_size // self._heads
+        self._scale = self._layers[0].self_attn.scaling
+        self.cache = SlotKVCache(
+            layers=len(self._layers),
+            rows=cache_rows or 2 * max_batch_size + 1,
+            kv_heads=self._kv_heads,
+            head_dim=self._head_dim,
+            max_capacity=int(getattr(config, "max_position_embeddings", 1 << 20)),
+            dtype=next(model.parameters()).dtype,
+            device=self.device,
+        )
+        self.stats = {"prompt_tokens": 0, "computed_prompt_tokens": 0, "generated_tokens": 0}
+
+    @torch.inference_mode()
+    def generate(
+        self, prompts: Sequence[Sequence[int]], params: SamplingParams
+    ) -> list[GenerationOutput]:
+        """Samples one reply per prompt (same contract as :meth:`HFGenerator.generate`).
+
+        Requests start in order; at most ``max_batch_size`` run at once, and a finished one's
+        place goes to the next waiting request in the same step.
+        """
+        vocab_size = int(self.model.get_output_embeddings().weight.shape[0])
+        _check_params(params, vocab_size)
+        requests = [_Request(i, list(map(int, p))) for i, p in enumerate(prompts)]
+        for request in requests:
+            if not request.prompt:
+                raise ValueError(f"prompt {request.index} is empty: it needs at least one token")
+        if params.max_new_tokens == 0:
+            return [GenerationOutput([], [], "length") for _ in requests]
+        rng = torch.Generator(device=self.device)
+        if params.seed is None:
+            rng.seed()
+        else:
+            rng.manual_seed(params.seed)
+        allowed = None
+        if params.allowed_token_ids is not None:
+            allowed = torch.zeros(vocab_size, dtype=torch.bool, device=self.device)
+            allowed[list(params.allowed_token_ids)] = True
+        stop = set(params.stop_token_ids or self.default_stop_token_ids)
+
+        waiting = deque(requests)
+        running: list[_Request] = []  # running[r] is in cache row r
+        pending: list[int] = []  # running[r]'s last sampled token, not yet in the cache
+        while waiting or running:
+            if waiting and len(running) < self.max_batch_size:
+                admitted = []
+                while waiting and len(running) + len(admitted) < self.max_batch_size:
+                    request = waiting.popleft()
+                    row, shared = self.cache.admit(request.prompt)
+                    admitted.append((request, row, shared))
+                self.stats["prompt_tokens"] += sum(len(r.prompt) for r, _, _ in admitted)
+                self.stats["computed_prompt_tokens"] += sum(
+                    len(r.prompt) - s for r, _, s in admitted
+                )
+                logits = self._forward(
+                    [row for _, row, _ in admitted],
+                    [request.prompt[shared:] for request, _, shared in admitted],
+                    [shared for _, _, shared in admitted],
+                )
+                running += [request for request, _, _ in admitted]
+                pending += self._sample(logits, [r for r, _, _ in admitted], params, rng, allowed)
+            else:
+                rows = list(range(len(running)))
+                positions = [self.cache.lengths[r] for r in rows]
+                logits = self._forward(rows, [[t] for t in pending], positions)
+                pending = self._sample(logits, running, params, rng, allowed)
+            # release finished requests, last row first so the indices left stay valid
+            for row in range(len(running) - 1, -1, -1):
+                request = running[row]
+                if request.tokens[-1] in stop:
+                    request.finish_reason = "stop"
+                elif len(request.tokens) < params.max_new_tokens:
+                    continue
+                moved = self.cache.release(row)
+                running[row], pending[row] = running[moved], pending[moved]
+                running.pop()
+                pending.pop()
+        self.stats["generated_tokens"] += sum(len(r.tokens) for r in requests)
+        return [
+            GenerationOutput(r.tokens, r.logprobs, r.finish_reason)  # type: ignore[arg-type]
+            for r in requests
+        ]
+
+    def _sample(
+        self,
+        logits: torch.Tensor,
+        requests: list[_Request],
+        params: SamplingParams,
+        rng: torch.Generator,
+        allowed: torch.Tensor | None,
+    ) -> list[int]:
+        tokens, logprobs = sample_next_tokens(logits, params, rng, allowed)
+        sampled = tokens.tolist()
+        for request, token, logprob in zip(requests, sampled, logprobs.tolist(), strict=True):
+            request.tokens.append(token)
+            request.logprobs.append(logprob)
+        return sampled
+
+    def _forward(
+        self, rows: list[int], new_tokens: list[list[int]], starts: list[int]
+    ) -> torch.Tensor:
+        """Runs ``new_tokens[i]`` at positions ``starts[i]...`` of cache row ``rows[i]``.
+
+        ``rows`` must be contiguous running rows. The tokens go through the linear layers
+        packed, one after another; attention reads each row's cached keys and values.
+
+        Returns:
+            ``(len(rows), vocab)`` next-token logits after each row's last new token.
+        """
+        device = self.device
+        lengths = torch.tensor([len(t) for t in new_tokens], device=device)
+        width = int(lengths.max())
+        first, count = rows[0], len(rows)
+        if rows != list(range(first, first + count)):
+            raise AssertionError("rows passed to _forward must be contiguous")
+        row_of = torch.repeat_interleave(torch.arange(count, device=device), lengths)
+        column = torch.cat([torch.arange(n, device=device) for n in lengths.tolist()])
+        start = torch.tensor(starts, device=device)
+        positions = start[row_of] + column
+        span = int((start + lengths).max())
+        self.cache.ensure_capacity(span)
+        token_ids = torch.tensor([t for ts in new_tokens for t in ts], device=device)
+        self.cache.write_tokens(row_of + first, positions, token_ids)
+
+        # key j is visible to query (row, column) when j <= that query's position
+        query_pos = start[:, None] + torch.arange(width, device=device)[None, :]
+        mask = torch.arange(span, device=device)[None, None, :] <= query_pos[:, :, None]
+        mask = mask[:, None]  # (rows, 1, width, span)
+
+        hidden = self.model.model.embed_tokens(token_ids)[None]  # (1, tokens, hidden)
+        cos, sin = self.model.model.rotary_emb(hidden, positions[None])
+        for index, layer in enumerate(self._layers):
+            attn = layer.self_attn
+            residual = hidden
+            x = layer.input_layernorm(hidden)
+            q = attn.q_proj(x).view(1, -1, self._heads, self._head_dim)
+            k = attn.k_proj(x).view(1, -1, self._kv_heads, self._head_dim)
+            v = attn.v_proj(x).view(1, -1, self._kv_heads, self._head_dim)
+            q, k = apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=2)
+            keys, values = self.cache.keys[index], self.cache.values[index]
+            keys[row_of + first, :, positions] = k[0]
+            values[row_of + first, :, positions] = v[0]
+            queries = q.new_zeros((count, width, self._heads, self._head_dim))
+            queries[row_of, column] = q[0]
+            out = F.scaled_dot_product_attention(
+                queries.transpose(1, 2),
+                keys[first : first + count, :, :span],
+                values[first : first + count, :, :span],
+                attn_mask=mask,
+                scale=self._scale,
+                enable_gqa=True,
+            )  # (rows, heads, width, head_dim)
+            out = out.transpose(1, 2)[row_of, column].reshape(1, -1, self._heads * self._head_dim)
+            hidden = residual + attn.o_proj(out)
+            hidden = hidden + layer.mlp(layer.post_attention_layernorm(hidden))
+        last = torch.cumsum(lengths, dim=0) - 1
+        hidden = self.model.model.norm(hidden[0, last])
+        return self.model.lm_head(hidden).float()
+
+    def update_weights(self, state_dict: Mapping[str, torch.Tensor]) -> None:
+        """Loads new policy weights and forgets every cached prefix (computed with the old)."""
+        self._hf.update_weights(state_dict)
+        self.cache.clear()

@@ -1,0 +1,182 @@
+"""``SlotKVCache``: key/value rows that outlive a request, so the next turn reuses them.
+
+The cache is a fixed number of *rows* (slots), each holding the keys and values of one token
+sequence for every layer, plus the token ids themselves. Rows ``[0, active)`` are the requests
+being generated now (contiguous, so one decode step reads them as a view, without a copy);
+rows past ``active`` are idle and keep what their last request computed. A new prompt starts
+from the row sharing its longest prefix: turn k+1 of an episode starts with turn k's prompt
+and reply, so only the new observation is run through the model.
+
+Example:
+    >>> import torch
+    >>> cache = SlotKVCache(layers=1, rows=3, kv_heads=1, head_dim=2, capacity=8)
+    >>> row, shared = cache.admit([5, 6, 7])
+    >>> ids = torch.tensor([5, 6, 7])
+    >>> cache.write_tokens(torch.tensor([row] * 3), torch.arange(3), ids)
+    >>> cache.release(row)
+    >>> cache.admit([5, 6, 9, 9])  # shares [5, 6] with the idle row, which it takes over
+    (0, 2)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+__all__ = ["SlotKVCache"]
+
+
+class SlotKVCache:
+    """Per-layer key/value tensors of shape ``(rows, kv_heads, capacity, head_dim)``.
+
+    Args:
+        layers: transformer layers.
+        rows: sequences the cache holds at once (running plus idle, kept for reuse).
+        kv_heads: key/value heads per layer.
+        head_dim: size of one head.
+        capacity: tokens per row to start with; grows (doubling) when a sequence needs more.
+        max_capacity: the most tokens a row may ever hold (the model's context length).
+        dtype: dtype of keys and values.
+        device: where they live.
+    """
+
+    def __init__(
+        self,
+        *,
+        layers: int,
+        rows: int,
+        kv_heads: int,
+        head_dim: int,
+        capacity: int = 512,
+        max_capacity: int = 1 << 20,
+        dtype: torch.dtype = torch.float32,
+        device: str | torch.device = "cpu",
+    ) -> None:
+        if rows < 2:
+            raise ValueError(f"a cache needs at least 2 rows, got {rows}")
+        self.rows, self.max_capacity = rows, max_capacity
+        self.capacity = min(capacity, max_capacity)
+        shape = (rows, kv_heads, self.capacity, head_dim)
+        self.keys = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(layers)]
+        self.values = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(layers)]
+        # token id at each cached position, -1 where nothing is cached
+        self.tokens = torch.full((rows, self.capacity), -1, dtype=torch.long, device=device)
+        self.lengths = [0] * rows
+        self.last_used = [0] * rows
+        self.active = 0
+        self._clock = 0
+
+    def clear(self) -> None:
+        """Forgets every cached prefix (after a weight update they are stale)."""
+        if self.active:
+            raise RuntimeError("cannot clear the cache while requests are running")
+        with torch.inference_mode():  # the tensors may have been (re)made in inference mode
+            self.tokens.fill_(-1)
+        self.lengths = [0] * self.rows
+
+    def ensure_capacity(self, length: int) -> None:
+        """Grows every row to hold at least ``length`` tokens."""
+        if length <= self.capacity:
+            return
+        if length > self.max_capacity:
+            raise ValueError(
+                f"a sequence of {length} tokens exceeds the model's context ({self.max_capacity})"
+            )
+        new = min(max(length, 2 * self.capacity), self.max_capacity)
+        pad = new - self.capacity
+        for cache in (self.keys, self.values):
+            for i, tensor in enumerate(cache):
+                cache[i] = torch.nn.functional.pad(tensor, (0, 0, 0, pad))
+        self.tokens = torch.nn.functional.pad(self.tokens, (0, pad), value=-1)
+        self.capacity = new
+
+    def _shared_prefix(self, prompt: torch.Tensor) -> torch.Tensor:
+        """Length of the prefix each row shares with ``prompt`` (never the whole prompt: its
+        last token must be run to get the next-token logits)."""
+        n = min(len(prompt) - 1, self.capacity)
+        if n <= 0:
+            return torch.zeros(self.rows, dtype=torch.long)
+        same = self.tokens[:, :n] == prompt[:n]
+        return same.cumprod(dim=1).sum(dim=1)
+
+    def admit(self, prompt: Sequence[int]) -> tuple[int, int]:
+        """Makes row ``active`` (the next running row) ready to extend with ``prompt``.
+
+        It takes the idle row sharing the longest prefix with ``prompt`` (or copies that prefix
+        from a running row into the least recently used idle row), so only the rest of the
+        prompt needs computing.
+
+        Returns:
+            ``(row, shared)``: the row now holding the request and how many of the prompt's
+            leading tokens it already has keys and values for.
+        """
+        if self.active >= self.rows - 1:
+            raise RuntimeError("no idle row left: lower the batch size or add rows")
+        self.ensure_capacity(len(prompt))
+        prompt_t = torch.as_tensor(list(prompt), dtype=torch.long, device=self.tokens.device)
+        shared = self._shared_prefix(prompt_t)
+        source = int(shared.argmax())
+        best = int(shared[source])
+        if best > 0 and source >= self.active:
+            target = source
+        else:
+            idle = range(self.active, self.rows)
+            target = min(idle, key=lambda r: (self.last_used[r], self.lengths[r]))
+        row = self.active
+        self._swap(row, target)
+        if source == row:
+            source = target
+        elif source == target:
+            source = row
+        if best > 0 and source != row:
+            for cache in (self.keys, self.values):
+                for tensor in cache:
+                    tensor[row, :, :best] = tensor[source, :, :best]
+            self.tokens[row, :best] = self.tokens[source, :best]
+        self.tokens[row, best:] = -1
+        self.lengths[row] = best
+        self.active += 1
+        self._touch(row)
+        return row, best
+
+    def write_tokens(
+        self, rows: torch.Tensor, positions: torch.Tensor, token_ids: torch.Tensor
+    ) -> None:
+        """Records which token each newly written key/value position holds."""
+        self.tokens[rows, positions] = token_ids
+        for row, end in zip(rows.tolist(), (positions + 1).tolist(), strict=True):
+            self.lengths[row] = max(self.lengths[row], end)
+
+    def release(self, row: int) -> int:
+        """Ends the running request in ``row``; its keys and values stay for reuse.
+
+        The last running row moves into ``row`` to keep running rows contiguous.
+
+        Returns:
+            The row index the moved request had (``row`` itself if nothing moved).
+        """
+        if not 0 <= row < self.active:
+            raise ValueError(f"row {row} is not running")
+        last = self.active - 1
+        self._swap(row, last)
+        self.active -= 1
+        self._touch(last)
+        return last
+
+    def _touch(self, row: int) -> None:
+        self._clock += 1
+        self.last_used[row] = self._clock
+
+    def _swap(self, a: int, b: int) -> None:
+        if a == b:
+            return
+        n = max(self.lengths[a], self.lengths[b])
+        if n:
+            index = torch.tensor([b, a], device=self.tokens.device)
+            for cache in (self.keys, self.values):
+                for tensor in cache:
+                    tensor[[a, b], :, :n] = tensor[index, :, :n]
+            self.tokens[[a, b]] = self.tokens[index]
+        self.lengths[a], self.lengths[b] = self.lengths[b], self.lengths[a]
+        self.last_used[a], self.last_used[b] = self.last_used[b], self.last_used[a]
