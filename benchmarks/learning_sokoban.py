@@ -34,6 +34,8 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -171,9 +173,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--preset", default="sokoban")
     parser.add_argument("--budget-minutes", type=float, default=60.0)
     parser.add_argument("--sft-minutes", type=float, default=15.0)
-    parser.add_argument("--eval-every-minutes", type=float, default=10.0)
-    parser.add_argument("--eval-seeds", type=int, default=256)
+    parser.add_argument("--eval-every-minutes", type=float, default=15.0)
+    parser.add_argument("--eval-seeds", type=int, default=256, help=f"of {MAIN_ENV}")
+    parser.add_argument(
+        "--transfer-seeds", type=int, default=64, help="of the transfer envs, and of the base model"
+    )
     parser.add_argument("--arms", nargs="+", default=["RL", "SFT only"], choices=["RL", "SFT only"])
+    parser.add_argument(
+        "--sequential",
+        action="store_true",
+        help="run the arms one after the other with every core (default: side by side, one "
+        "core each, both within the same wall-clock budget)",
+    )
     parser.add_argument("--set", action="append", default=[], help="config override key=value")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "runs" / "learning_sokoban")
     parser.add_argument(
@@ -183,18 +194,22 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--png", type=Path, default=REPO_ROOT / "benchmarks" / "results" / "learning_sokoban.png"
     )
     parser.add_argument("--quick", action="store_true", help="tiny-random model, short budgets")
+    # internal: one arm in its own process
+    parser.add_argument("--run-arm", choices=["RL", "SFT only"], help=argparse.SUPPRESS)
+    parser.add_argument("--sft-checkpoint", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--clock-start", type=float, default=0.0, help=argparse.SUPPRESS)
+    parser.add_argument("--threads", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
         args.set = ["model.name=tiny-random", *args.set]
         args.budget_minutes, args.sft_minutes, args.eval_every_minutes = 3.0, 1.0, 1.0
         args.eval_seeds = min(args.eval_seeds, 16)
+        args.transfer_seeds = min(args.transfer_seeds, 8)
     return args
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    budget = args.budget_minutes * 60
-    overrides = [
+def base_overrides(args: argparse.Namespace) -> list[str]:
+    return [
         "sft.before_rl=false",
         "sft.epochs=1",
         "sft.episodes=1000000",  # the clock, not the episode count, ends SFT
@@ -203,8 +218,98 @@ def main(argv: Sequence[str] | None = None) -> int:
         "train.checkpoint_every=0",
         *args.set,
     ]
-    config = load_config(args.preset, overrides)
-    all_envs = (MAIN_ENV, *TRANSFER_ENVS)
+
+
+def evaluate_all(evaluate: Evaluator, args: argparse.Namespace, main_seeds: int) -> dict:
+    """SimpleSokoban on ``main_seeds`` seeds, the transfer envs on ``--transfer-seeds``."""
+    results = {}
+    for env_id, seeds in ((MAIN_ENV, main_seeds),) + tuple(
+        (env, args.transfer_seeds) for env in TRANSFER_ENVS
+    ):
+        evaluate.seeds = list(range(seeds))
+        results.update(evaluate([env_id]))
+        results[env_id]["seeds"] = seeds
+    evaluate.seeds = list(range(args.eval_seeds))
+    return results
+
+
+def run_arm(args: argparse.Namespace) -> int:
+    """One arm, from the SFT checkpoint, until the budget; its points go to ``--json``."""
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    arm, budget = args.run_arm, args.budget_minutes * 60
+    config = load_config(args.preset, base_overrides(args))
+    recorder = Recorder(args.json, {"arm": arm, "torch_threads": torch.get_num_threads()})
+    clock = Stopwatch()
+    clock.elapsed = args.clock_start
+    next_eval = args.clock_start + args.eval_every_minutes * 60
+
+    if arm == "RL":
+        rl_config = load_config(
+            args.preset,
+            [
+                *base_overrides(args),
+                f"model.name={args.sft_checkpoint / 'model'}",
+                f"train.output_dir={args.out / 'rl'}",
+            ],
+        )
+        pipeline = Pipeline(rl_config)
+        evaluate = Evaluator(rl_config, pipeline.generator, pipeline.tokenizer, args.eval_seeds)
+        while clock.now() < budget:
+            metrics = pipeline.train_step()
+            pipeline.metrics.log(pipeline.step, metrics)
+            print(
+                f"  RL step {pipeline.step}: success {metrics['rollout/success']:.2f} "
+                f"valid {metrics['rollout/valid_action_rate']:.2f} "
+                f"rollout {metrics['time/rollout']:.0f}s update {metrics['time/update']:.0f}s "
+                f"[{clock.now() / 60:.1f} min]",
+                flush=True,
+            )
+            if next_eval <= clock.now() < budget:
+                clock.pause()
+                recorder.add(arm, clock.elapsed, evaluate([MAIN_ENV]), rl_steps=pipeline.step)
+                clock.resume()
+                next_eval += args.eval_every_minutes * 60
+        clock.pause()
+        recorder.add(
+            arm,
+            clock.elapsed,
+            evaluate_all(evaluate, args, args.eval_seeds),
+            rl_steps=pipeline.step,
+        )
+        pipeline.metrics.close()
+    else:
+        sft = OracleSFT(config, metrics_dir=args.out / "sft-only", resume_from=args.sft_checkpoint)
+        generator = make_generator(
+            config.generation.backend,
+            copy.deepcopy(sft.model),
+            sft.tokenizer,
+            max_batch_size=config.generation.max_batch_size,
+        )
+        evaluate = Evaluator(config, generator, sft.tokenizer, args.eval_seeds)
+        while clock.now() < budget:
+            sft.train(max_seconds=min(next_eval, budget) - clock.now())
+            if next_eval <= clock.now() < budget:
+                clock.pause()
+                generator.update_weights(sft.strategy.inference_state_dict())
+                recorder.add(arm, clock.elapsed, evaluate([MAIN_ENV]), sft_steps=sft.step)
+                clock.resume()
+                next_eval += args.eval_every_minutes * 60
+        clock.pause()
+        generator.update_weights(sft.strategy.inference_state_dict())
+        recorder.add(
+            arm, clock.elapsed, evaluate_all(evaluate, args, args.eval_seeds), sft_steps=sft.step
+        )
+        sft.close()
+    recorder.write(evaluation_seconds=evaluate.seconds)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.run_arm:
+        return run_arm(args)
+    config = load_config(args.preset, base_overrides(args))
     recorder = Recorder(
         args.json,
         {
@@ -214,100 +319,99 @@ def main(argv: Sequence[str] | None = None) -> int:
             "budget_minutes": args.budget_minutes,
             "sft_minutes": args.sft_minutes,
             "eval_seeds": args.eval_seeds,
+            "transfer_seeds": args.transfer_seeds,
+            "arms_side_by_side": not args.sequential,
             "torch_threads": torch.get_num_threads(),
         },
     )
     clock = Stopwatch()
     sft = OracleSFT(config, metrics_dir=args.out / "sft")
-    eval_generator = make_generator(
+    generator = make_generator(
         config.generation.backend,
         copy.deepcopy(sft.model),
         sft.tokenizer,
         max_batch_size=config.generation.max_batch_size,
     )
-    evaluate = Evaluator(config, eval_generator, sft.tokenizer, args.eval_seeds)
+    evaluate = Evaluator(config, generator, sft.tokenizer, args.eval_seeds)
 
-    def checkpoint_eval(arm: str, envs: Sequence[str], weights: dict | None, **extra: Any):
-        clock.pause()
-        if weights is not None:
-            eval_generator.update_weights(weights)
-        success = recorder.add(arm, clock.elapsed, evaluate(envs), **extra)
-        clock.resume()
-        return success
-
-    checkpoint_eval("base", all_envs, None)
+    clock.pause()
+    recorder.add("base", 0.0, evaluate_all(evaluate, args, args.transfer_seeds))
+    clock.resume()
     sft.train(max_seconds=args.sft_minutes * 60 - clock.now())
-    sft_success = checkpoint_eval(
-        "SFT", all_envs, sft.strategy.inference_state_dict(), sft_steps=sft.step
-    )
-    sft_checkpoint = sft.save(args.out / "sft")
-    sft_clock = clock.now()
-    finals: dict[str, float | None] = {}
-
-    if "RL" in args.arms:
-        rl_config = load_config(
-            args.preset,
-            [
-                *overrides,
-                f"model.name={sft_checkpoint / 'model'}",
-                f"train.output_dir={args.out / 'rl'}",
-            ],
-        )
-        clock.elapsed, clock._since = sft_clock, time.perf_counter()
-        pipeline = Pipeline(rl_config)
-        rl_eval = Evaluator(rl_config, pipeline.generator, pipeline.tokenizer, args.eval_seeds)
-        next_eval = sft_clock + args.eval_every_minutes * 60
-        while clock.now() < budget:
-            metrics = pipeline.train_step()
-            pipeline.metrics.log(pipeline.step, metrics)
-            print(f"  {pipeline._progress_line({**metrics, 'time/step': metrics['time/update']})}")
-            if clock.now() >= next_eval and clock.now() < budget:
-                clock.pause()
-                recorder.add("RL", clock.elapsed, rl_eval([MAIN_ENV]), rl_steps=pipeline.step)
-                clock.resume()
-                next_eval += args.eval_every_minutes * 60
-        clock.pause()
-        finals["RL"] = recorder.add("RL", clock.elapsed, rl_eval(all_envs), rl_steps=pipeline.step)
-        evaluate.seconds += rl_eval.seconds
-        pipeline.metrics.close()
-        del pipeline
-
-    if "SFT only" in args.arms:
-        clock.elapsed, clock._since = sft_clock, time.perf_counter()
-        next_eval = sft_clock + args.eval_every_minutes * 60
-        while clock.now() < budget:
-            sft.train(max_seconds=min(next_eval, budget) - clock.now())
-            if clock.now() >= next_eval and clock.now() < budget:
-                checkpoint_eval(
-                    "SFT only", [MAIN_ENV], sft.strategy.inference_state_dict(), sft_steps=sft.step
-                )
-                next_eval += args.eval_every_minutes * 60
-        clock.pause()
-        eval_generator.update_weights(sft.strategy.inference_state_dict())
-        finals["SFT only"] = recorder.add(
-            "SFT only", clock.elapsed, evaluate(all_envs), sft_steps=sft.step
-        )
+    clock.pause()
+    generator.update_weights(sft.strategy.inference_state_dict())
+    sft_results = evaluate_all(evaluate, args, args.eval_seeds)
+    sft_success = recorder.add("SFT", clock.elapsed, sft_results, sft_steps=sft.step)
+    clock.resume()
+    checkpoint = sft.save(args.out / "sft")
     sft.close()
+    sft_clock = clock.now()
+    base_and_sft_eval_seconds = evaluate.seconds
+    del sft, generator, evaluate
 
-    summary = {
+    arm_files = {arm: args.out / f"arm-{arm.replace(' ', '-')}.json" for arm in args.arms}
+    commands = {
+        arm: [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--run-arm",
+            arm,
+            "--sft-checkpoint",
+            str(checkpoint),
+            "--clock-start",
+            str(sft_clock),
+            "--threads",
+            str(1 if not args.sequential else 0),
+            "--json",
+            str(arm_files[arm]),
+            "--preset",
+            args.preset,
+            "--budget-minutes",
+            str(args.budget_minutes),
+            "--eval-every-minutes",
+            str(args.eval_every_minutes),
+            "--eval-seeds",
+            str(args.eval_seeds),
+            "--transfer-seeds",
+            str(args.transfer_seeds),
+            "--out",
+            str(args.out),
+            *[item for s in args.set for item in ("--set", s)],
+        ]
+        for arm in args.arms
+    }
+    if args.sequential:
+        for command in commands.values():
+            subprocess.run(command, check=True)
+    else:
+        processes = [subprocess.Popen(command) for command in commands.values()]
+        if any(process.wait() for process in processes):
+            raise SystemExit("an arm failed; see its output above")
+    finals: dict[str, float] = {}
+    arm_eval_seconds = {}
+    for arm, path in arm_files.items():
+        report = json.loads(path.read_text())
+        recorder.points += report["points"]
+        finals[arm] = [p for p in report["points"] if p["env"] == MAIN_ENV][-1]["success"]
+        arm_eval_seconds[arm] = report.get("evaluation_seconds")
+
+    summary: dict[str, Any] = {
         "sft_success": sft_success,
         "final_success": finals,
-        "evaluation_seconds": evaluate.seconds,
+        "evaluation_seconds": {"base_and_sft": base_and_sft_eval_seconds, **arm_eval_seconds},
     }
-    print(f"\n{MAIN_ENV}, {args.eval_seeds} held-out seeds, greedy:")
     base_success = recorder.points[0]["success"]
-    print(f"  base -> SFT ({args.sft_minutes:g} min): {base_success:.1%} -> {sft_success:.1%}")
+    print(f"\n{MAIN_ENV}, greedy, held-out seeds:")
+    print(f"  base: {base_success:.1%}  SFT ({sft_clock / 60:.1f} min): {sft_success:.1%}")
     for arm, success in finals.items():
         print(f"  {arm} at {args.budget_minutes:g} min: {success:.1%}")
-    if finals.get("RL") is not None:
+    if "RL" in finals:
         ok = finals["RL"] >= GOAL_SUCCESS
         print(f"  goal RL >= {GOAL_SUCCESS:.0%}: {'PASS' if ok else 'FAIL'}")
-    if finals.get("RL") is not None and finals.get("SFT only") is not None:
+    if "RL" in finals and "SFT only" in finals:
         margin = finals["RL"] - finals["SFT only"]
-        ok = margin >= GOAL_MARGIN
-        print(
-            f"  RL - SFT only = {margin * 100:+.1f} points (goal >= +5): {'PASS' if ok else 'FAIL'}"
-        )
+        verdict = "PASS" if margin >= GOAL_MARGIN else "FAIL"
+        print(f"  RL - SFT only = {margin * 100:+.1f} points (goal >= +5): {verdict}")
         summary["rl_minus_sft_only"] = margin
     recorder.write(**summary)
     plot(recorder.points, args.png, args.budget_minutes)

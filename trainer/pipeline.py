@@ -260,9 +260,13 @@ class Pipeline:
         samples = samples_of(trajectories)
         sequences = [s.token_ids for s in samples]
         masks = [torch.tensor(s.loss_mask, dtype=torch.float32) for s in samples]
-        old_logprobs, values = self.strategy.sequence_logprobs(
-            sequences, masks, with_values=algorithm.name == "ppo"
-        )
+        if algorithm.old_logprobs == "generator" and algorithm.name != "ppo":
+            old_logprobs = [torch.tensor(s.logprobs, dtype=torch.float32) for s in samples]
+            values = None
+        else:
+            old_logprobs, values = self.strategy.sequence_logprobs(
+                sequences, masks, with_values=algorithm.name == "ppo"
+            )
         ref_logprobs = None
         if algorithm.kl_coef > 0:
             ref_logprobs = self.strategy.reference_logprobs(sequences, masks)

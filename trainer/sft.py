@@ -12,6 +12,7 @@ a new order.
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from collections.abc import Callable, Iterator
@@ -43,6 +44,8 @@ class OracleSFT:
         config: the run's configuration (``sft`` section: episodes, epochs, lr, batch).
         log: where progress lines go.
         metrics_dir: where its metrics are written (default ``<run>/sft``).
+        resume_from: a checkpoint :meth:`save` wrote: its weights and optimizer state are
+            loaded and training goes on with the episodes after those it had seen.
     """
 
     def __init__(
@@ -51,6 +54,7 @@ class OracleSFT:
         *,
         log: Callable[[str], None] = print,
         metrics_dir: Path | None = None,
+        resume_from: Path | None = None,
     ) -> None:
         self.config, self.log = config, log
         torch.manual_seed(config.train.seed)
@@ -77,6 +81,10 @@ class OracleSFT:
         self.step = 0
         self.episodes_seen = 0
         self.seconds = 0.0
+        if resume_from is not None:
+            self.strategy.load(resume_from)
+            state = json.loads((Path(resume_from) / "sft_state.json").read_text())
+            self.step, self.episodes_seen = state["step"], state["episodes_seen"]
         self._batches = self._batch_stream()
 
     def _batch_stream(self) -> Iterator[tuple[int, list[Sample]]]:
@@ -84,7 +92,7 @@ class OracleSFT:
         rng = random.Random(self.config.train.seed)
         seeds = step_seeds(self.config.train.seed, 0, sft.episodes)
         kept: list[Sample] = []
-        for start in range(0, len(seeds), sft.batch_sequences):
+        for start in range(self.episodes_seen, len(seeds), sft.batch_sequences):
             trajectories = self.manager.rollout(
                 seeds[start : start + sft.batch_sequences], policy=oracle_for
             )
@@ -139,6 +147,8 @@ class OracleSFT:
         def write(folder: Path) -> None:
             self.strategy.save(folder)
             self.tokenizer.save_pretrained(folder / "model")
+            state = {"step": self.step, "episodes_seen": self.episodes_seen}
+            (folder / "sft_state.json").write_text(json.dumps(state))
 
         return save_checkpoint(run_dir, self.step, write)
 

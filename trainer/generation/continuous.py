@@ -44,7 +44,7 @@ import torch.nn.functional as F
 from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
 from trainer.generation.base import GenerationOutput, SamplingParams
-from trainer.generation.hf import HFGenerator, _check_params, sample_next_tokens
+from trainer.generation.hf import HFGenerator, _check_params, check_prompts, sample_next_tokens
 from trainer.generation.kv_cache import SlotKVCache
 
 if TYPE_CHECKING:
@@ -62,6 +62,14 @@ class _Request:
     tokens: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
     finish_reason: str = "length"
+
+
+def _common_prefix_length(a: list[int], b: list[int]) -> int:
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
 
 
 class ContinuousGenerator:
@@ -135,9 +143,7 @@ class ContinuousGenerator:
         vocab_size = int(self.model.get_output_embeddings().weight.shape[0])
         _check_params(params, vocab_size)
         requests = [_Request(i, list(map(int, p))) for i, p in enumerate(prompts)]
-        for request in requests:
-            if not request.prompt:
-                raise ValueError(f"prompt {request.index} is empty: it needs at least one token")
+        check_prompts([r.prompt for r in requests], vocab_size)
         if params.max_new_tokens == 0:
             return [GenerationOutput([], [], "length") for _ in requests]
         rng = torch.Generator(device=self.device)
@@ -151,6 +157,8 @@ class ContinuousGenerator:
             allowed[list(params.allowed_token_ids)] = True
         stop = set(params.stop_token_ids or self.default_stop_token_ids)
 
+        self.cache.abandon_running()
+        self._compute_shared_prefixes([r.prompt for r in requests])
         waiting = deque(requests)
         running: list[_Request] = []  # running[r] is in cache row r
         pending: list[int] = []  # running[r]'s last sampled token, not yet in the cache
@@ -193,6 +201,41 @@ class ContinuousGenerator:
             GenerationOutput(r.tokens, r.logprobs, r.finish_reason)  # type: ignore[arg-type]
             for r in requests
         ]
+
+    def _compute_shared_prefixes(self, prompts: list[list[int]], min_gain: int = 16) -> None:
+        """Computes once the prefixes several prompts of one call share (a group's identical
+        first prompts, the instruction every episode starts with), so that each request copies
+        them instead of computing them again in the same batch."""
+        if len(prompts) < 2:
+            return
+        order = sorted(range(len(prompts)), key=lambda i: prompts[i])
+        shared = [0] * len(prompts)
+        for a, b in zip(order, order[1:], strict=False):
+            n = _common_prefix_length(prompts[a], prompts[b])
+            shared[a], shared[b] = max(shared[a], n), max(shared[b], n)
+        prefixes = {
+            tuple(prompts[i][: min(n, len(prompts[i]) - 1)])
+            for i, n in enumerate(shared)
+            if min(n, len(prompts[i]) - 1) >= min_gain
+        }
+        # a prefix of another prefix comes with it
+        longest = [
+            p for p in prefixes if not any(len(q) > len(p) and q[: len(p)] == p for q in prefixes)
+        ]
+        todo = [list(p) for p in longest if self.cache.cached_length(p) < len(p) - min_gain]
+        for start in range(0, len(todo), self.max_batch_size):
+            chunk = todo[start : start + self.max_batch_size]
+            admitted = [self.cache.admit(p + [-1]) for p in chunk]  # -1: run all of p
+            self.stats["computed_prompt_tokens"] += sum(
+                len(p) - s for p, (_, s) in zip(chunk, admitted, strict=True)
+            )
+            self._forward(
+                [row for row, _ in admitted],
+                [p[s:] for p, (_, s) in zip(chunk, admitted, strict=True)],
+                [s for _, s in admitted],
+            )
+            for row in range(len(admitted) - 1, -1, -1):
+                self.cache.release(row)
 
     def _sample(
         self,

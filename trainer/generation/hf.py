@@ -33,7 +33,7 @@ from trainer.generation.base import GenerationOutput, SamplingParams
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-__all__ = ["HFGenerator", "sample_next_tokens"]
+__all__ = ["HFGenerator", "check_prompts", "sample_next_tokens"]
 
 
 def sample_next_tokens(
@@ -122,6 +122,18 @@ def _check_params(params: SamplingParams, vocab_size: int) -> None:
         raise ValueError("allowed_token_ids is empty: no token could be generated")
 
 
+def check_prompts(prompts: Sequence[Sequence[int]], vocab_size: int) -> None:
+    """Refuses an empty prompt or a token id outside the vocabulary, naming the prompt."""
+    for i, prompt in enumerate(prompts):
+        if not prompt:
+            raise ValueError(f"prompt {i} is empty: it needs at least one token")
+        if min(prompt) < 0 or max(prompt) >= vocab_size:
+            bad = [t for t in prompt if not 0 <= t < vocab_size]
+            raise ValueError(
+                f"prompt {i} has token ids {bad[:5]} outside the vocabulary (size {vocab_size})"
+            )
+
+
 class HFGenerator:
     """Generates with a transformers causal LM in this process (the default backend).
 
@@ -178,9 +190,7 @@ class HFGenerator:
         vocab_size = self._vocab_size()
         _check_params(params, vocab_size)
         prompts = [list(map(int, p)) for p in prompts]
-        for i, prompt in enumerate(prompts):
-            if not prompt:
-                raise ValueError(f"prompt {i} is empty: it needs at least one token")
+        check_prompts(prompts, vocab_size)
         if params.max_new_tokens == 0:
             return [GenerationOutput([], [], "length") for _ in prompts]
 

@@ -32,7 +32,8 @@ class SlotKVCache:
 
     Args:
         layers: transformer layers.
-        rows: sequences the cache holds at once (running plus idle, kept for reuse).
+        rows: most sequences the cache holds at once (running plus idle, kept for reuse); rows
+            are allocated as they are needed (doubling), so memory follows use.
         kv_heads: key/value heads per layer.
         head_dim: size of one head.
         capacity: tokens per row to start with; grows (doubling) when a sequence needs more.
@@ -55,15 +56,16 @@ class SlotKVCache:
     ) -> None:
         if rows < 2:
             raise ValueError(f"a cache needs at least 2 rows, got {rows}")
-        self.rows, self.max_capacity = rows, max_capacity
+        self.max_rows, self.max_capacity = rows, max_capacity
+        self.rows = min(rows, 8)
         self.capacity = min(capacity, max_capacity)
-        shape = (rows, kv_heads, self.capacity, head_dim)
+        shape = (self.rows, kv_heads, self.capacity, head_dim)
         self.keys = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(layers)]
         self.values = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(layers)]
         # token id at each cached position, -1 where nothing is cached
-        self.tokens = torch.full((rows, self.capacity), -1, dtype=torch.long, device=device)
-        self.lengths = [0] * rows
-        self.last_used = [0] * rows
+        self.tokens = torch.full((self.rows, self.capacity), -1, dtype=torch.long, device=device)
+        self.lengths = [0] * self.rows
+        self.last_used = [0] * self.rows
         self.active = 0
         self._clock = 0
 
@@ -74,6 +76,14 @@ class SlotKVCache:
         with torch.inference_mode():  # the tensors may have been (re)made in inference mode
             self.tokens.fill_(-1)
         self.lengths = [0] * self.rows
+
+    def abandon_running(self) -> None:
+        """Forgets the running rows (a call that raised part-way leaves them half written)."""
+        for row in range(self.active):
+            self.lengths[row] = 0
+        with torch.inference_mode():
+            self.tokens[: self.active] = -1
+        self.active = 0
 
     def ensure_capacity(self, length: int) -> None:
         """Grows every row to hold at least ``length`` tokens."""
@@ -100,6 +110,13 @@ class SlotKVCache:
         same = self.tokens[:, :n] == prompt[:n]
         return same.cumprod(dim=1).sum(dim=1)
 
+    def cached_length(self, tokens: Sequence[int]) -> int:
+        """The longest prefix of ``tokens`` some row already holds."""
+        if not tokens:
+            return 0
+        probe = torch.as_tensor([*tokens, -2], dtype=torch.long, device=self.tokens.device)
+        return int(self._shared_prefix(probe).max())
+
     def admit(self, prompt: Sequence[int]) -> tuple[int, int]:
         """Makes row ``active`` (the next running row) ready to extend with ``prompt``.
 
@@ -111,7 +128,7 @@ class SlotKVCache:
             ``(row, shared)``: the row now holding the request and how many of the prompt's
             leading tokens it already has keys and values for.
         """
-        if self.active >= self.rows - 1:
+        if self.active >= self.max_rows - 1:
             raise RuntimeError("no idle row left: lower the batch size or add rows")
         self.ensure_capacity(len(prompt))
         prompt_t = torch.as_tensor(list(prompt), dtype=torch.long, device=self.tokens.device)
@@ -121,6 +138,8 @@ class SlotKVCache:
         if best > 0 and source >= self.active:
             target = source
         else:
+            if self.rows < self.max_rows and all(self.lengths[self.active :]):
+                self._add_rows()
             idle = range(self.active, self.rows)
             target = min(idle, key=lambda r: (self.last_used[r], self.lengths[r]))
         row = self.active
@@ -163,6 +182,17 @@ class SlotKVCache:
         self.active -= 1
         self._touch(last)
         return last
+
+    def _add_rows(self) -> None:
+        new = min(2 * self.rows, self.max_rows)
+        pad = new - self.rows
+        for cache in (self.keys, self.values):
+            for i, tensor in enumerate(cache):
+                cache[i] = torch.cat([tensor, tensor.new_zeros((pad, *tensor.shape[1:]))])
+        self.tokens = torch.cat([self.tokens, self.tokens.new_full((pad, self.capacity), -1)])
+        self.lengths += [0] * pad
+        self.last_used += [0] * pad
+        self.rows = new
 
     def _touch(self, row: int) -> None:
         self._clock += 1

@@ -106,6 +106,31 @@ def test_a_shared_prefix_is_copied_from_another_sequence(tiny):
     assert out.token_ids == expected.token_ids
 
 
+def test_a_prefix_several_prompts_share_is_computed_once(tiny):
+    model, tokenizer = tiny
+    _, fast = _pair(model, tokenizer)
+    params = SamplingParams(max_new_tokens=4, temperature=0.0)
+    group = [list(range(200, 240))] * 4  # a group's identical first prompts
+    others = [list(range(200, 230)) + [5, 6], list(range(200, 230)) + [7]]
+    outputs = fast.generate(group + others, params)
+    # the 39 tokens before each group prompt's last, then 1 token each; the others share 30
+    assert fast.stats["computed_prompt_tokens"] == 39 + 4 * 1 + 2 + 1
+    reference = HFGenerator(copy.deepcopy(model), tokenizer).generate(group + others, params)
+    assert [o.token_ids for o in outputs] == [o.token_ids for o in reference]
+
+
+def test_a_call_that_raised_leaves_no_half_written_rows(tiny):
+    model, tokenizer = tiny
+    _, fast = _pair(model, tokenizer)
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        fast.generate([[1, 2, 3], [10**6]], SamplingParams(max_new_tokens=2))
+    fast.cache.admit([1, 2, 3])  # as if an interrupted call had left a row running
+    params = SamplingParams(max_new_tokens=6, temperature=0.0)
+    expected = HFGenerator(copy.deepcopy(model), tokenizer).generate(PROMPTS, params)
+    assert [o.token_ids for o in fast.generate(PROMPTS, params)] == [o.token_ids for o in expected]
+    assert fast.cache.active == 0
+
+
 def test_same_seed_draws_the_same_tokens_as_the_reference(tiny):
     # one prompt per call: both draw from one random stream in the same order, so equal
     # distributions give equal samples
@@ -231,6 +256,16 @@ class TestSlotKVCache:
         cache.release(0)
         row, shared = cache.admit(list(range(10)))
         assert cache.capacity >= 10 and all(k.shape[2] == cache.capacity for k in cache.keys)
+
+    def test_rows_are_allocated_as_they_are_needed(self):
+        cache = self._cache(rows=20)
+        assert cache.rows == 8 and cache.keys[0].shape[0] == 8
+        for i in range(10):
+            row, _ = cache.admit([i])
+            self._fill(cache, row, [i])
+        assert cache.active == 10 and cache.rows == 16
+        assert all(k.shape[0] == 16 for k in cache.keys + cache.values)
+        assert cache.tokens[:10, 0].tolist() == list(range(10))  # nothing lost in the move
 
     def test_misuse_is_refused(self):
         cache = self._cache(rows=2)

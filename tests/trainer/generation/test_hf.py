@@ -273,6 +273,8 @@ def test_update_weights_switches_to_the_new_policy(tiny):
 def test_bad_requests_are_refused(generator):
     with pytest.raises(ValueError, match="empty"):
         generator.generate([[1, 2], []], SamplingParams())
+    with pytest.raises(ValueError, match=r"prompt 1 has token ids \[1000000\] outside"):
+        generator.generate([[1, 2], [5, 10**6]], SamplingParams())
     with pytest.raises(ValueError, match="temperature"):
         generator.generate([[1]], SamplingParams(temperature=-1))
     with pytest.raises(ValueError, match="top_p"):
