@@ -14,7 +14,7 @@ import torch
 from trainer.checkpoint import latest_checkpoint
 from trainer.config import load_config
 from trainer.pipeline import Pipeline
-from trainer.sft import supervised_warm_start
+from trainer.sft import OracleSFT, supervised_warm_start
 
 # a 2x2 lake, replies constrained to the action words: returns differ inside a group
 BASE = [
@@ -110,6 +110,35 @@ def test_lora_trains_only_adapters_and_syncs_merged_weights(tmp_path):
 
     reloaded = AutoModelForCausalLM.from_pretrained(folder / "model").state_dict()
     assert all(torch.equal(reloaded[k], merged[k]) for k in merged if k in reloaded)
+
+
+def test_the_generators_logprobs_can_stand_in_for_the_recomputed_ones(tmp_path):
+    # the first (only) update is on-policy: the ratio to the generator's log-probs is 1
+    pipeline = _pipeline(tmp_path, "algorithm.old_logprobs=generator", "env.group_size=8")
+    metrics = pipeline.train_step()
+    assert metrics["policy/approx_kl"] == pytest.approx(0.0, abs=1e-6)
+    assert metrics["policy/clip_fraction"] == 0.0
+    before = _trainable(pipeline)
+    pipeline.train_step()
+    after = _trainable(pipeline)
+    assert any(not torch.equal(before[n], after[n]) for n in before)
+
+
+def test_sft_resumes_from_its_checkpoint_with_new_episodes(tmp_path):
+    config = load_config(
+        None, [*BASE, "sft.batch_sequences=2", "sft.lr=1e-3", f"train.output_dir={tmp_path}"]
+    )
+    first = OracleSFT(config, log=lambda message: None)
+    first.train(max_steps=2)
+    folder = first.save(tmp_path / "sft")
+    resumed = OracleSFT(config, log=lambda message: None, resume_from=folder)
+    assert (resumed.step, resumed.episodes_seen) == (2, 4)
+    weights = resumed.strategy.inference_state_dict()
+    assert all(torch.equal(v, first.strategy.inference_state_dict()[k]) for k, v in weights.items())
+    assert resumed.strategy.optimizer.state_dict()["state"]  # Adam moments came back too
+    resumed.train(max_steps=1)
+    assert (resumed.step, resumed.episodes_seen) == (3, 6)
+    assert first.train(max_seconds=0) == {}  # a spent time budget trains nothing
 
 
 def test_sft_learns_the_oracle_replies(tmp_path):

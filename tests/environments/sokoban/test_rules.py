@@ -109,3 +109,20 @@ def test_impossible_settings_fail_at_construction():
         SokobanEnv(min_solution_length=11, max_actions=10)
     with pytest.raises(ValueError, match="symbols"):
         SokobanEnv(symbols="#_O")
+
+
+def test_cell_separator_draws_one_token_per_cell_and_plays_the_same_game():
+    plain, spaced = SokobanEnv(), SokobanEnv(cell_separator=" ")
+    obs, info = plain.reset(seed=4)
+    spaced_obs, spaced_info = spaced.reset(seed=4)
+    assert spaced_obs == "\n".join(" ".join(row) for row in obs.split("\n"))
+    assert spaced_info["optimal_plan_length"] == info["optimal_plan_length"]
+    for action in ("<answer>Up</answer>", "<answer>Left</answer>", "<answer>Down</answer>"):
+        obs, reward, *_ = plain.step(action)
+        spaced_obs, spaced_reward, *_ = spaced.step(action)
+        assert spaced_obs.replace(" ", "") == obs and spaced_reward == reward
+    # a board given in the spaced drawing is read back
+    again, _ = spaced.reset(options={"board": spaced_obs})
+    assert again == spaced_obs
+    with pytest.raises(ValueError, match="cell_separator"):
+        SokobanEnv(cell_separator="#")
