@@ -107,7 +107,12 @@ class Evaluator:
                     stop_token_ids=(self.tokenizer.eos_token_id,),
                 ),
             )
-            trajectories = manager.rollout(self.seeds)
+            # 32 episodes at a time: every running episode's previous turn stays in the
+            # generator's cache, which stays small (about 3 GB for SmolLM2 at 1024 tokens)
+            chunk = 32
+            trajectories = []
+            for start in range(0, len(self.seeds), chunk):
+                trajectories += manager.rollout(self.seeds[start : start + chunk])
             metrics = rollout_metrics(trajectories, "eval")
             results[env_id] = {k.removeprefix("eval/"): v for k, v in metrics.items()}
         self.seconds += time.perf_counter() - started

@@ -118,6 +118,8 @@ class SftConfig(_Section):
     epochs: int = Field(1, gt=0)
     lr: float = Field(1e-4, gt=0.0)
     batch_sequences: int = Field(16, gt=0)
+    # stop the warm start after this long even if episodes are left (None: no time limit)
+    max_minutes: float | None = Field(None, gt=0.0)
 
 
 class Config(_Section):

@@ -157,14 +157,16 @@ class OracleSFT:
 
 
 def supervised_warm_start(config: Config, log: Callable[[str], None] = print) -> Path:
-    """Trains ``config.model`` on ``config.sft.episodes`` oracle episodes; returns the checkpoint.
+    """Trains ``config.model`` on ``config.sft.episodes`` oracle episodes (or for
+    ``config.sft.max_minutes``, whichever ends first); returns the checkpoint.
 
     It is written under ``<train.output_dir>/sft/``, apart from the run's RL checkpoints. Its
     ``model/`` folder is a full Hugging Face model (LoRA merged), ready for
     ``roll-agent train --model <that folder>``.
     """
     sft = OracleSFT(config, log=log)
-    sft.train()
+    limit = config.sft.max_minutes
+    sft.train(max_seconds=None if limit is None else 60 * limit)
     sft.close()
     log(f"{sft.episodes_seen} oracle episodes, {sft.step} steps.")
     return sft.save(sft_dir(config))

@@ -158,6 +158,7 @@ class ContinuousGenerator:
         stop = set(params.stop_token_ids or self.default_stop_token_ids)
 
         self.cache.abandon_running()
+        self.cache.begin_call()
         self._compute_shared_prefixes([r.prompt for r in requests])
         waiting = deque(requests)
         running: list[_Request] = []  # running[r] is in cache row r

@@ -36,7 +36,7 @@ class SlotKVCache:
             are allocated as they are needed (doubling), so memory follows use.
         kv_heads: key/value heads per layer.
         head_dim: size of one head.
-        capacity: tokens per row to start with; grows (doubling) when a sequence needs more.
+        capacity: tokens per row to start with; grows (by half) when a sequence needs more.
         max_capacity: the most tokens a row may ever hold (the model's context length).
         dtype: dtype of keys and values.
         device: where they live.
@@ -68,6 +68,7 @@ class SlotKVCache:
         self.last_used = [0] * self.rows
         self.active = 0
         self._clock = 0
+        self._call_started = 0
 
     def clear(self) -> None:
         """Forgets every cached prefix (after a weight update they are stale)."""
@@ -76,6 +77,10 @@ class SlotKVCache:
         with torch.inference_mode():  # the tensors may have been (re)made in inference mode
             self.tokens.fill_(-1)
         self.lengths = [0] * self.rows
+
+    def begin_call(self) -> None:
+        """Marks the start of a generator call (rows written before it are evicted first)."""
+        self._call_started = self._clock
 
     def abandon_running(self) -> None:
         """Forgets the running rows (a call that raised part-way leaves them half written)."""
@@ -93,7 +98,9 @@ class SlotKVCache:
             raise ValueError(
                 f"a sequence of {length} tokens exceeds the model's context ({self.max_capacity})"
             )
-        new = min(max(length, 2 * self.capacity), self.max_capacity)
+        # grow by half (not double: at a context of 1024, one token more must not cost 1024
+        # positions in every row), in multiples of 64
+        new = min(-(-max(length, self.capacity * 3 // 2) // 64) * 64, self.max_capacity)
         pad = new - self.capacity
         for cache in (self.keys, self.values):
             for i, tensor in enumerate(cache):
@@ -138,7 +145,12 @@ class SlotKVCache:
         if best > 0 and source >= self.active:
             target = source
         else:
-            if self.rows < self.max_rows and all(self.lengths[self.active :]):
+            idle = range(self.active, self.rows)
+            # evict a row an earlier call left rather than grow; grow once every idle row was
+            # written during this call (evicting it could throw away what this call needs)
+            if self.rows < self.max_rows and all(
+                self.lengths[r] and self.last_used[r] > self._call_started for r in idle
+            ):
                 self._add_rows()
             idle = range(self.active, self.rows)
             target = min(idle, key=lambda r: (self.last_used[r], self.lengths[r]))
