@@ -1,7 +1,8 @@
 """``TokenBatch``: what one policy update trains on, and how it is cut into micro-batches.
 
 Sequences stay unpadded until a micro-batch is built; micro-batches are filled up to a token
-budget (padded length x rows), longest sequences first, so padding stays small.
+budget, longest sequences first: padded length x rows, so padding stays small, or, when the
+sequences are packed into one row, the sum of their lengths.
 
 Every per-token field is aligned with ``token_ids``: entry ``t`` concerns token ``t`` (its
 log-prob is ``log p(token_t | tokens_<t)``; entry 0 is always masked out).
@@ -51,19 +52,34 @@ class TokenBatch:
         return int(sum(float(m.sum()) for m in self.loss_mask))
 
 
-def micro_batches(lengths: list[int], token_budget: int) -> Iterator[list[int]]:
-    """Groups sequence indices so each group's padded size (rows x longest) fits the budget.
+def micro_batches(
+    lengths: list[int], token_budget: int, *, packed: bool = False
+) -> Iterator[list[int]]:
+    """Groups sequence indices, longest first, so each group's tokens fit the budget.
 
-    A sequence longer than the budget gets a group of its own.
+    Padded (the default), a group costs ``rows x longest`` tokens; ``packed`` (sequences
+    concatenated into one row, see ``trainer.strategies.packing``), ``sum(lengths)``. A sequence
+    longer than the budget gets a group of its own.
+
+    Example:
+        >>> list(micro_batches([100, 300, 100, 100], 600))  # 2 x 300 fit, 3 x 300 do not
+        [[1, 0], [2, 3]]
+        >>> list(micro_batches([100, 300, 100, 100], 600, packed=True))  # 300 + 3 x 100
+        [[1, 0, 2, 3]]
     """
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     group: list[int] = []
+    used = 0
     for index in order:
-        longest = lengths[group[0]] if group else lengths[index]
-        if group and longest * (len(group) + 1) > token_budget:
+        if packed:
+            cost = used + lengths[index]
+        else:
+            cost = (lengths[group[0]] if group else lengths[index]) * (len(group) + 1)
+        if group and cost > token_budget:
             yield group
-            group = []
+            group, used = [], 0
         group.append(index)
+        used += lengths[index]
     if group:
         yield group
 

@@ -4,6 +4,10 @@ Only sampled tokens are trained on, so logits are computed only where they are n
 decoder runs over the whole sequence, then the LM head runs on the hidden states that predict a
 selected token. With a 49k-token vocabulary and a reply that is a small part of a long prompt,
 this saves most of the time and memory of a training step.
+
+Where the model allows it, the sequences of a micro-batch are packed into one row instead of
+padded (:class:`Layout`, ``trainer.strategies.packing``): no compute goes to padding, and every
+sequence's results are the same as unpadded.
 """
 
 from __future__ import annotations
@@ -14,6 +18,10 @@ import torch
 from torch import nn
 
 from trainer.batch import micro_batches, pad, pad_values
+from trainer.strategies.packing import pack, packed_attention, supports_packing
+
+#: Rows of logits whose entropy is computed at once when it needs no gradient (bounds memory).
+_ENTROPY_CHUNK_ROWS = 256
 
 
 @dataclass
@@ -25,34 +33,112 @@ class TokenScores:
     hidden: torch.Tensor
 
 
+@dataclass
+class Layout:
+    """How one micro-batch of sequences is fed to the model: padded rows, or one packed row.
+
+    Padded: ``input_ids`` is ``(sequences, longest)`` with an ``attention_mask``. Packed:
+    ``input_ids`` is ``(1, sum(lengths))``, ``attention_mask`` is ``None`` and ``packed`` is
+    true (see ``trainer.strategies.packing``). Per-token values go in with :meth:`place` and
+    come out as ``(sequences, longest)`` rows with :meth:`rows`, the same for both layouts.
+
+    Example:
+        >>> layout = Layout.of([[5, 6, 7], [8, 9]], pad_id=0, packed=True)
+        >>> layout.input_ids, layout.attention_mask
+        (tensor([[5, 6, 7, 8, 9]]), None)
+        >>> layout.rows(layout.place([torch.tensor([0.0, 1, 2]), torch.tensor([0.0, 3])]))
+        tensor([[0., 1., 2.],
+                [0., 3., 0.]])
+    """
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor | None
+    lengths: list[int]
+
+    @property
+    def packed(self) -> bool:
+        return self.attention_mask is None
+
+    @classmethod
+    def of(cls, sequences: list[list[int]], pad_id: int, *, packed: bool) -> Layout:
+        if packed:
+            return cls(pack(sequences)[0], None, [len(s) for s in sequences])
+        input_ids, attention_mask = pad(sequences, pad_id)
+        return cls(input_ids, attention_mask, [len(s) for s in sequences])
+
+    def place(self, values: list[torch.Tensor]) -> torch.Tensor:
+        """Per-sequence 1-D float values laid out like ``input_ids`` (0 on padding)."""
+        if not self.packed:
+            return pad_values(values, self.input_ids.shape[1])
+        return torch.cat([v.to(torch.float32).reshape(-1) for v in values])[None]
+
+    def rows(self, values: torch.Tensor) -> torch.Tensor:
+        """Per-token values laid out like ``input_ids`` as ``(sequences, longest)`` rows."""
+        if not self.packed:
+            return values
+        return nn.utils.rnn.pad_sequence(list(values[0].split(self.lengths)), batch_first=True)
+
+
 def _decoder_and_head(model: nn.Module) -> tuple[nn.Module, nn.Module]:
     base = model.get_base_model() if hasattr(model, "get_base_model") else model  # LoRA (peft)
     return base.get_decoder(), base.get_output_embeddings()
 
 
+def _entropy_no_grad(logits: torch.Tensor, log_z: torch.Tensor) -> torch.Tensor:
+    """``H = log Z - sum_v p_v z_v`` per row, without a gradient, a few rows at a time."""
+    with torch.no_grad():
+        parts = []
+        for z, lz in zip(
+            logits.detach().split(_ENTROPY_CHUNK_ROWS),
+            log_z.detach().split(_ENTROPY_CHUNK_ROWS),
+            strict=True,
+        ):
+            p = torch.exp(z - lz[:, None])
+            parts.append(lz - (p * z).sum(-1))
+        return torch.cat(parts) if parts else log_z.detach().clone()
+
+
 def score_tokens(
     model: nn.Module,
     input_ids: torch.Tensor,
-    attention_mask: torch.Tensor,
+    attention_mask: torch.Tensor | None,
     select: torch.Tensor,
     *,
     temperature: float = 1.0,
     with_entropy: bool = False,
+    entropy_grad: bool = True,
+    packed_lengths: list[int] | None = None,
 ) -> TokenScores:
     """Log-probs of the selected tokens under ``softmax(logits / temperature)``.
 
         logprobs[b, t] = log softmax(head(h[b, t-1]) / T)[input_ids[b, t]]   where select[b, t]
 
     ``entropy[b, t]`` is the entropy of that same distribution (the one token ``t`` was drawn
-    from). Gradients flow when called with grad enabled. Inputs may live on the CPU; the
-    results live on the model's device.
+    from); with ``entropy_grad=False`` it is computed without a gradient (a metric only), which
+    saves the memory of the probabilities. Gradients flow to the log-probs when called with
+    grad enabled. Inputs may live on the CPU; the results live on the model's device.
+
+    ``packed_lengths``: ``input_ids`` is one row of sequences of these lengths, concatenated
+    (``attention_mask`` is ``None``; see ``trainer.strategies.packing``). The first token of
+    each sequence is never selected (nothing in its own sequence predicts it).
     """
     decoder, head = _decoder_and_head(model)
     device = head.weight.device
-    input_ids, attention_mask, select = (t.to(device) for t in (input_ids, attention_mask, select))
-    hidden = decoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+    input_ids, select = input_ids.to(device), select.to(device)
+    if packed_lengths is None:
+        hidden = decoder(
+            input_ids=input_ids, attention_mask=attention_mask.to(device)
+        ).last_hidden_state
+    else:
+        starts = torch.tensor([0, *packed_lengths[:-1]], device=device).cumsum(0)
+        select = select.index_fill(1, starts, 0)
+        position_ids = torch.cat([torch.arange(n, device=device) for n in packed_lengths])
+        with packed_attention(model, packed_lengths):
+            hidden = decoder(input_ids=input_ids, position_ids=position_ids[None]).last_hidden_state
     rows, cols = torch.nonzero(select[:, 1:] > 0, as_tuple=True)  # position cols predicts cols+1
-    logits = head(hidden[rows, cols]).float() / temperature
+    logits = head(hidden[rows, cols]).float()
+    if temperature != 1.0:
+        logits = logits / temperature
     log_z = torch.logsumexp(logits, dim=-1)
     targets = input_ids[rows, cols + 1]
     picked = logits.gather(-1, targets[:, None]).squeeze(-1) - log_z
@@ -60,10 +146,33 @@ def score_tokens(
     logprobs = torch.zeros(input_ids.shape, device=device).index_put(positions, picked)
     entropy = None
     if with_entropy:
-        probs = torch.softmax(logits, dim=-1)
-        token_entropy = log_z - (probs * logits).sum(-1)
+        if entropy_grad:  # H = log Z - sum_v p_v z_v, as _entropy_no_grad computes it
+            probs = torch.exp(logits - log_z[:, None])
+            token_entropy = log_z - (probs * logits).sum(-1)
+        else:
+            token_entropy = _entropy_no_grad(logits, log_z)
         entropy = torch.zeros(input_ids.shape, device=device).index_put(positions, token_entropy)
     return TokenScores(logprobs, entropy, hidden)
+
+
+def score_layout(
+    model: nn.Module,
+    layout: Layout,
+    select: list[torch.Tensor],
+    **options,
+) -> TokenScores:
+    """:func:`score_tokens` on a :class:`Layout`; ``select`` is per sequence.
+
+    The results stay in the layout (map per-token ones with ``layout.rows``).
+    """
+    return score_tokens(
+        model,
+        layout.input_ids,
+        layout.attention_mask,
+        layout.place(select),
+        packed_lengths=layout.lengths if layout.packed else None,
+        **options,
+    )
 
 
 @torch.no_grad()
@@ -76,8 +185,14 @@ def sequence_logprobs(
     token_budget: int,
     temperature: float = 1.0,
     value_head: nn.Module | None = None,
+    packing: bool = True,
 ) -> tuple[list[torch.Tensor], list[torch.Tensor] | None]:
-    """Log-probs of the masked tokens of every sequence (and values, with a value head)."""
+    """Log-probs of the masked tokens of every sequence (and values, with a value head).
+
+    ``packing``: pack each micro-batch into one row where the model supports it
+    (:func:`~trainer.strategies.packing.supports_packing`); the results are the same.
+    """
+    packed = packing and supports_packing(model)
     logprobs: list[torch.Tensor | None] = [None] * len(sequences)
     values: list[torch.Tensor | None] | None = (
         None if value_head is None else [None] * len(sequences)
@@ -85,16 +200,16 @@ def sequence_logprobs(
     was_training = model.training
     model.eval()
     try:
-        for group in micro_batches([len(s) for s in sequences], token_budget):
-            input_ids, attention_mask = pad([sequences[i] for i in group], pad_id)
-            select = pad_values([masks[i] for i in group], input_ids.shape[1])
-            scores = score_tokens(model, input_ids, attention_mask, select, temperature=temperature)
+        for group in micro_batches([len(s) for s in sequences], token_budget, packed=packed):
+            layout = Layout.of([sequences[i] for i in group], pad_id, packed=packed)
+            scores = score_layout(model, layout, [masks[i] for i in group], temperature=temperature)
+            group_logprobs = layout.rows(scores.logprobs)
             group_values = None
             if value_head is not None:
-                group_values = value_head(scores.hidden.float()).squeeze(-1)
+                group_values = layout.rows(value_head(scores.hidden.float()).squeeze(-1))
             for row, index in enumerate(group):
                 n = len(sequences[index])
-                logprobs[index] = scores.logprobs[row, :n].cpu()
+                logprobs[index] = group_logprobs[row, :n].cpu()
                 if values is not None:
                     values[index] = group_values[row, :n].cpu()
     finally:

@@ -1,9 +1,10 @@
 """``TorchStrategy``: policy updates in one process with plain torch (CPU or one GPU).
 
 One ``train_step`` is one optimiser step over a ``TokenBatch``, accumulated over micro-batches
-cut by a token budget. Each micro-batch's loss is weighted by its share of the batch (tokens for
-``token-mean``, sequences for the ``seq-mean-*`` modes), so the accumulated gradient equals the
-gradient of the loss over the whole batch:
+cut by a token budget (each micro-batch packed into one row where the model allows it, else
+padded; see ``trainer.strategies.packing``). Each micro-batch's loss is weighted by its share of
+the batch (tokens for ``token-mean``, sequences for the ``seq-mean-*`` modes), so the
+accumulated gradient equals the gradient of the loss over the whole batch:
 
     loss = policy_loss + kl_coef * KL(pi || ref) - entropy_coef * H(pi) + value_coef * value_loss
 """
@@ -18,9 +19,10 @@ import torch
 from torch import nn
 
 from trainer.algorithms import aggregate_loss, kl_penalty, ppo_policy_loss, value_loss
-from trainer.batch import TokenBatch, micro_batches, pad, pad_values
+from trainer.batch import TokenBatch, micro_batches, pad_values
 from trainer.config import LoraConfig
-from trainer.strategies.logprobs import score_tokens, sequence_logprobs
+from trainer.strategies.logprobs import Layout, score_layout, sequence_logprobs
+from trainer.strategies.packing import supports_packing
 
 
 @dataclass(frozen=True)
@@ -49,10 +51,12 @@ class TorchStrategy:
         loss: the loss terms.
         lr, weight_decay, betas: AdamW settings.
         grad_clip: max global gradient norm (``None``: no clipping).
-        micro_batch_tokens: padded tokens per forward/backward pass.
+        micro_batch_tokens: tokens per forward/backward pass (padding included, if padded).
         lora: train low-rank adapters instead of every weight.
         value_head: add a linear value head on the last hidden state (PPO with a critic).
         reference: keep a frozen reference policy for the KL term.
+        packing: pack each micro-batch's sequences into one row where the model supports it
+            (same results as padding, without computing padding); ``False`` always pads.
     """
 
     def __init__(
@@ -69,6 +73,7 @@ class TorchStrategy:
         lora: LoraConfig | None = None,
         value_head: bool = False,
         reference: bool = False,
+        packing: bool = True,
     ):
         self.pad_id = pad_id
         self.loss = loss or LossSettings()
@@ -94,6 +99,7 @@ class TorchStrategy:
             )
         self.model = model
         self.model.train()
+        self.packing = packing and supports_packing(model)
         self.device = next(model.parameters()).device
         self.value_head = None
         if value_head:
@@ -117,6 +123,7 @@ class TorchStrategy:
             token_budget=self.micro_batch_tokens,
             temperature=self.loss.temperature,
             value_head=self.value_head if with_values else None,
+            packing=self.packing,
         )
 
     def reference_logprobs(
@@ -134,6 +141,7 @@ class TorchStrategy:
             pad_id=self.pad_id,
             token_budget=self.micro_batch_tokens,
             temperature=self.loss.temperature,
+            packing=self.packing,
         )[0]
 
     # ------------------------------------------------------------------ training
@@ -144,7 +152,7 @@ class TorchStrategy:
         sums: dict[str, float] = {}
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
-        for group in micro_batches([len(s) for s in batch.token_ids], self.micro_batch_tokens):
+        for group in self._micro_batches(batch):
             part = batch.select(group)
             share = (len(group) if per_sequence else part.valid_tokens) / total
             if share == 0:
@@ -170,11 +178,11 @@ class TorchStrategy:
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         nll_sum = 0.0
-        for group in micro_batches([len(s) for s in batch.token_ids], self.micro_batch_tokens):
+        for group in self._micro_batches(batch):
             part = batch.select(group)
-            input_ids, attention_mask = pad(part.token_ids, self.pad_id)
-            mask = pad_values(part.loss_mask, input_ids.shape[1]).to(self.device)
-            logprobs = score_tokens(self.model, input_ids, attention_mask, mask).logprobs
+            layout = Layout.of(part.token_ids, self.pad_id, packed=self.packing)
+            logprobs = score_layout(self.model, layout, part.loss_mask).logprobs
+            mask = layout.place(part.loss_mask).to(self.device)
             nll = -(logprobs * mask).sum() / total
             nll.backward()
             nll_sum += nll.item()
@@ -184,10 +192,23 @@ class TorchStrategy:
         self.optimizer.step()
         return {"sft/loss": nll_sum, "sft/grad_norm": float(grad_norm), "tokens": float(total)}
 
+    def _micro_batches(self, batch: TokenBatch) -> list[list[int]]:
+        lengths = [len(s) for s in batch.token_ids]
+        return list(micro_batches(lengths, self.micro_batch_tokens, packed=self.packing))
+
     def _micro_batch_loss(self, part: TokenBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         settings = self.loss
-        input_ids, attention_mask = pad(part.token_ids, self.pad_id)
-        length = input_ids.shape[1]
+        layout = Layout.of(part.token_ids, self.pad_id, packed=self.packing)
+        scores = score_layout(
+            self.model,
+            layout,
+            part.loss_mask,
+            temperature=settings.temperature,
+            with_entropy=True,
+            entropy_grad=bool(settings.entropy_coef),
+        )
+        # the loss terms see (sequences, longest) rows, whether the forward was packed or not
+        length = max(layout.lengths)
 
         def padded(values: list[torch.Tensor]) -> torch.Tensor:
             return pad_values(values, length).to(self.device)
@@ -195,15 +216,7 @@ class TorchStrategy:
         mask = padded(part.loss_mask)
         advantages = padded(part.advantages)
         old_logprobs = padded(part.old_logprobs)
-        scores = score_tokens(
-            self.model,
-            input_ids,
-            attention_mask,
-            mask,
-            temperature=settings.temperature,
-            with_entropy=True,
-        )
-        logprobs = scores.logprobs
+        logprobs = layout.rows(scores.logprobs)
         loss, metrics = ppo_policy_loss(
             logprobs,
             old_logprobs,
@@ -222,12 +235,12 @@ class TorchStrategy:
             metrics["policy/kl_to_reference"] = kl_value.detach()
             if settings.kl_in_loss and settings.kl_coef:
                 loss = loss + settings.kl_coef * kl_value
-        entropy_value = aggregate_loss(scores.entropy, mask, settings.aggregation)
+        entropy_value = aggregate_loss(layout.rows(scores.entropy), mask, settings.aggregation)
         metrics["policy/entropy"] = entropy_value.detach()
         if settings.entropy_coef:
             loss = loss - settings.entropy_coef * entropy_value
         if self.value_head is not None and part.returns is not None:
-            values = self.value_head(scores.hidden.float()).squeeze(-1)
+            values = layout.rows(self.value_head(scores.hidden.float()).squeeze(-1))
             critic = value_loss(
                 values,
                 padded(part.old_values),

@@ -1,0 +1,140 @@
+"""Sequence packing: several sequences in one row, no padding, no attention across them.
+
+A micro-batch of sequences is normally padded into ``rows x longest`` tokens; packed, it is one
+row of ``sum(lengths)`` tokens, so no time or memory goes to padding. Two things keep each
+sequence's results identical to running it alone:
+
+* ``position_ids`` restart at 0 at the start of every sequence (rotary embeddings see the same
+  positions as unpacked);
+* attention is causal *within* each sequence only. Transformers builds that for packed
+  ``position_ids`` as a dense ``T x T`` block mask, which makes SDPA on the CPU cost
+  ``O(T^2)`` for the whole row. Instead, while packed, the model's attention implementation is
+  switched to :func:`packed_sdpa_attention`, which runs transformers' own SDPA attention with
+  ``is_causal`` on each sequence's slice of the row: ``O(sum of L_i^2)``, as unpacked.
+
+Packing is used only for model families where this is checked (:data:`PACKABLE_MODEL_TYPES`,
+see ``tests/trainer/test_packing.py``), with SDPA or eager attention and no sliding window;
+anything else is padded as before (:func:`supports_packing`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+#: Model types whose attention goes through transformers' attention interface with the
+#: ``position_ids``-driven rotary embeddings this relies on (packed == unpacked is tested).
+PACKABLE_MODEL_TYPES = frozenset({"llama", "qwen2", "qwen3"})
+
+#: The name :func:`packed_sdpa_attention` is registered under in transformers'
+#: ``AttentionInterface``. It is deliberately absent from the mask interface, so transformers
+#: builds no attention mask while it is selected.
+ATTENTION_NAME = "rollenv_packed_sdpa"
+
+
+@dataclass
+class _Packed:
+    lengths: list[int]
+    calls: int = 0
+
+
+_ACTIVE: ContextVar[_Packed | None] = ContextVar("rollenv_packed_sequences", default=None)
+
+
+def _base_config(model: nn.Module):
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model  # LoRA (peft)
+    return base.config
+
+
+def supports_packing(model: nn.Module) -> bool:
+    """Whether ``model`` can run packed rows with results identical to padded ones."""
+    config = _base_config(model)
+    if getattr(config, "model_type", None) not in PACKABLE_MODEL_TYPES:
+        return False
+    if config._attn_implementation not in ("sdpa", "eager"):
+        return False
+    if getattr(config, "sliding_window", None) and getattr(config, "use_sliding_window", True):
+        return False
+    layer_types = getattr(config, "layer_types", None) or []
+    return all(kind == "full_attention" for kind in layer_types)
+
+
+def packed_sdpa_attention(
+    module: nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    **kwargs,
+) -> tuple[torch.Tensor, None]:
+    """Causal SDPA attention on each packed sequence's slice of the row, concatenated.
+
+    ``query``/``key``/``value`` are ``(1, heads, T, head_dim)`` with ``T = sum(lengths)``;
+    returns ``(1, T, heads, head_dim)`` as transformers' attention functions do.
+    """
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    packed = _ACTIVE.get()
+    if packed is None or attention_mask is not None or query.shape[0] != 1:
+        raise RuntimeError(
+            f"{ATTENTION_NAME} attention runs only inside packed_attention() on one packed row"
+        )
+    packed.calls += 1
+    kwargs.pop("is_causal", None)
+    # split, not slices: the backward of a split is one concatenation, while each slice's
+    # backward would write its gradient into a zero-filled tensor of the whole row
+    parts = (t.split(packed.lengths, dim=2) for t in (query, key, value))
+    outputs = [
+        sdpa_attention_forward(module, q, k, v, None, is_causal=True, **kwargs)[0]
+        for q, k, v in zip(*parts, strict=True)
+    ]
+    return torch.cat(outputs, dim=1), None
+
+
+def _register() -> None:
+    from transformers import AttentionInterface
+
+    AttentionInterface.register(ATTENTION_NAME, packed_sdpa_attention)
+
+
+@contextmanager
+def packed_attention(model: nn.Module, lengths: list[int]) -> Iterator[None]:
+    """Within the block, ``model``'s forward treats its one row as the packed ``lengths``.
+
+    Raises ``RuntimeError`` on leaving if the model never called the packed attention (its
+    attention would have crossed sequences).
+    """
+    _register()
+    config = _base_config(model)
+    previous = config._attn_implementation
+    state = _Packed(list(lengths))
+    token = _ACTIVE.set(state)
+    config._attn_implementation = ATTENTION_NAME
+    try:
+        yield
+    finally:
+        config._attn_implementation = previous
+        _ACTIVE.reset(token)
+    if state.calls == 0:
+        raise RuntimeError(
+            f"{type(model).__name__} did not use the attention interface; it cannot be packed"
+        )
+
+
+def pack(sequences: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Concatenates token ids into one row; returns ``(input_ids, position_ids)``, ``(1, T)``.
+
+    Positions restart at 0 at the start of every sequence.
+
+    Example:
+        >>> pack([[5, 6, 7], [8, 9]])
+        (tensor([[5, 6, 7, 8, 9]]), tensor([[0, 1, 2, 0, 1]]))
+    """
+    ids = torch.tensor([token for sequence in sequences for token in sequence], dtype=torch.long)
+    positions = torch.cat([torch.arange(len(sequence)) for sequence in sequences])
+    return ids[None], positions[None]
