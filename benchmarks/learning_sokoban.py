@@ -204,12 +204,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--sft-checkpoint", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--clock-start", type=float, default=0.0, help=argparse.SUPPRESS)
     parser.add_argument("--threads", type=int, default=0, help=argparse.SUPPRESS)
+    if "--quick" in (sys.argv[1:] if argv is None else argv):
+        # short defaults; flags given on the command line still win
+        parser.set_defaults(
+            budget_minutes=3.0,
+            sft_minutes=1.0,
+            eval_every_minutes=1.0,
+            eval_seeds=16,
+            transfer_seeds=8,
+        )
     args = parser.parse_args(argv)
     if args.quick:
         args.set = ["model.name=tiny-random", *args.set]
-        args.budget_minutes, args.sft_minutes, args.eval_every_minutes = 3.0, 1.0, 1.0
-        args.eval_seeds = min(args.eval_seeds, 16)
-        args.transfer_seeds = min(args.transfer_seeds, 8)
     return args
 
 
