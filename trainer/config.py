@@ -7,7 +7,7 @@ Example:
     >>> overrides = ["algorithm.name=gigpo", "env.context=window", "train.steps=3"]
     >>> config = load_config("sokoban", overrides)
     >>> config.algorithm.name, config.train.steps, config.env.id
-    ('gigpo', 3, 'Sokoban-v0')
+    ('gigpo', 3, 'SimpleSokoban-v0')
     >>> load_config("sokoban", overrides=["env.context=sideways"])
     Traceback (most recent call last):
     ...

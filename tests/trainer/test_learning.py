@@ -52,11 +52,13 @@ def test_tiny_random_model_learns_frozenlake(algorithm, context, tmp_path):
     pipeline = _pipeline(algorithm, context, tmp_path)
     started = time.perf_counter()
     before = pipeline.evaluate()["eval/success"]
-    first_rollout = None
+    # the sampled policy before training, on 128 episodes (one step's 32 vary too much: 1/32
+    # and 5/32 have both been drawn)
+    untrained = pipeline.manager.rollout(list(range(10_000, 10_008)))
+    sampled_before = sum(t.success for t in untrained) / len(untrained)
     history = []
     while pipeline.step < MAX_STEPS:
-        metrics = pipeline.train_step()
-        first_rollout = metrics["rollout/success"] if first_rollout is None else first_rollout
+        pipeline.train_step()
         if pipeline.step % 3 == 0:
             history.append((pipeline.step, pipeline.evaluate()["eval/success"]))
             if history[-1][1] >= TARGET:
@@ -66,5 +68,5 @@ def test_tiny_random_model_learns_frozenlake(algorithm, context, tmp_path):
         f"{algorithm}: greedy success {before:.2f} -> {history[-1][1]:.2f} "
         f"in {pipeline.step} steps, {seconds:.0f} s; evaluations {history}"
     )
-    assert before == 0.0 and first_rollout < 0.15, "the task must start near zero"
+    assert before == 0.0 and sampled_before < 0.1, "the task must start near zero"
     assert history[-1][1] >= TARGET

@@ -13,7 +13,8 @@ Example:
     >>> row, shared = cache.admit([5, 6, 7])
     >>> ids = torch.tensor([5, 6, 7])
     >>> cache.write_tokens(torch.tensor([row] * 3), torch.arange(3), ids)
-    >>> cache.release(row)
+    >>> cache.release(row)  # returns the row whose request moved into its place
+    0
     >>> cache.admit([5, 6, 9, 9])  # shares [5, 6] with the idle row, which it takes over
     (0, 2)
 """
