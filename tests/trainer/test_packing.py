@@ -62,14 +62,16 @@ def test_pack_restarts_positions_per_sequence():
 
 
 @pytest.mark.parametrize("packed", [False, True])
-def test_micro_batches_fit_the_budget_and_cover_every_sequence(packed):
+def test_micro_batches_fit_the_budget_cover_every_sequence_costliest_first(packed):
     lengths = [random.Random(i).randint(1, 300) for i in range(40)] + [500]
     groups = list(micro_batches(lengths, 400, packed=packed))
     assert sorted(i for g in groups for i in g) == list(range(len(lengths)))
+    costs = []
     for group in groups:
         size = [lengths[i] for i in group]
-        cost = sum(size) if packed else len(size) * max(size)
-        assert cost <= 400 or len(group) == 1
+        costs.append(sum(size) if packed else len(size) * max(size))
+        assert costs[-1] <= 400 or len(group) == 1
+    assert costs == sorted(costs, reverse=True)  # costliest first: later ones reuse its memory
 
 
 def test_packed_logprobs_match_padded(model_and_vocab):
