@@ -74,12 +74,22 @@ class Stopwatch:
 
 
 class Evaluator:
-    """Greedy episodes on held-out seeds, with its own generator."""
+    """Greedy episodes on the held-out seeds ``0 .. N-1`` of each env, with a generator."""
 
-    def __init__(self, config: Config, generator: Any, tokenizer: Any, seeds: int) -> None:
+    def __init__(self, config: Config, generator: Any, tokenizer: Any) -> None:
         self.config, self.generator, self.tokenizer = config, generator, tokenizer
-        self.seeds = list(range(seeds))
         self.seconds = 0.0
+
+    @classmethod
+    def with_own_generator(cls, config: Config, model: Any, tokenizer: Any) -> Evaluator:
+        """An evaluator generating with a copy of ``model`` (sync it with ``update_weights``)."""
+        generator = make_generator(
+            config.generation.backend,
+            copy.deepcopy(model),
+            tokenizer,
+            max_batch_size=config.generation.max_batch_size,
+        )
+        return cls(config, generator, tokenizer)
 
     def env_kwargs(self, env_id: str) -> dict[str, Any]:
         same_family = (
@@ -87,10 +97,11 @@ class Evaluator:
         )
         return dict(self.config.env.kwargs) if same_family else {}
 
-    def __call__(self, env_ids: Sequence[str]) -> dict[str, dict[str, float]]:
+    def __call__(self, seeds: dict[str, int]) -> dict[str, dict[str, float]]:
+        """Success and the other rollout metrics of ``seeds[env_id]`` episodes per env."""
         started = time.perf_counter()
         results = {}
-        for env_id in env_ids:
+        for env_id, count in seeds.items():
             manager = EnvManager(
                 env_id,
                 self.tokenizer,
@@ -111,10 +122,11 @@ class Evaluator:
             # generator's cache, which stays small (about 3 GB for SmolLM2 at 1024 tokens)
             chunk = 32
             trajectories = []
-            for start in range(0, len(self.seeds), chunk):
-                trajectories += manager.rollout(self.seeds[start : start + chunk])
+            for start in range(0, count, chunk):
+                trajectories += manager.rollout(list(range(start, min(start + chunk, count))))
             metrics = rollout_metrics(trajectories, "eval")
             results[env_id] = {k.removeprefix("eval/"): v for k, v in metrics.items()}
+            results[env_id]["seeds"] = count
         self.seconds += time.perf_counter() - started
         return results
 
@@ -231,17 +243,9 @@ def base_overrides(args: argparse.Namespace) -> list[str]:
     ]
 
 
-def evaluate_all(evaluate: Evaluator, args: argparse.Namespace, main_seeds: int) -> dict:
+def all_envs(args: argparse.Namespace, main_seeds: int) -> dict[str, int]:
     """SimpleSokoban on ``main_seeds`` seeds, the transfer envs on ``--transfer-seeds``."""
-    results = {}
-    for env_id, seeds in ((MAIN_ENV, main_seeds),) + tuple(
-        (env, args.transfer_seeds) for env in TRANSFER_ENVS
-    ):
-        evaluate.seeds = list(range(seeds))
-        results.update(evaluate([env_id]))
-        results[env_id]["seeds"] = seeds
-    evaluate.seeds = list(range(args.eval_seeds))
-    return results
+    return {MAIN_ENV: main_seeds, **dict.fromkeys(TRANSFER_ENVS, args.transfer_seeds)}
 
 
 def run_arm(args: argparse.Namespace) -> int:
@@ -265,7 +269,7 @@ def run_arm(args: argparse.Namespace) -> int:
             ],
         )
         pipeline = Pipeline(rl_config)
-        evaluate = Evaluator(rl_config, pipeline.generator, pipeline.tokenizer, args.eval_seeds)
+        evaluate = Evaluator(rl_config, pipeline.generator, pipeline.tokenizer)
         while clock.now() < budget:
             metrics = pipeline.train_step()
             pipeline.metrics.log(pipeline.step, metrics)
@@ -278,38 +282,39 @@ def run_arm(args: argparse.Namespace) -> int:
             )
             if next_eval <= clock.now() < budget:
                 clock.pause()
-                recorder.add(arm, clock.elapsed, evaluate([MAIN_ENV]), rl_steps=pipeline.step)
+                recorder.add(
+                    arm,
+                    clock.elapsed,
+                    evaluate({MAIN_ENV: args.eval_seeds}),
+                    rl_steps=pipeline.step,
+                )
                 clock.resume()
                 next_eval += args.eval_every_minutes * 60
         clock.pause()
         recorder.add(
             arm,
             clock.elapsed,
-            evaluate_all(evaluate, args, args.eval_seeds),
+            evaluate(all_envs(args, args.eval_seeds)),
             rl_steps=pipeline.step,
         )
         pipeline.metrics.close()
     else:
         sft = OracleSFT(config, metrics_dir=args.out / "sft-only", resume_from=args.sft_checkpoint)
-        generator = make_generator(
-            config.generation.backend,
-            copy.deepcopy(sft.model),
-            sft.tokenizer,
-            max_batch_size=config.generation.max_batch_size,
-        )
-        evaluate = Evaluator(config, generator, sft.tokenizer, args.eval_seeds)
+        evaluate = Evaluator.with_own_generator(config, sft.model, sft.tokenizer)
         while clock.now() < budget:
             sft.train(max_seconds=min(next_eval, budget) - clock.now())
             if next_eval <= clock.now() < budget:
                 clock.pause()
-                generator.update_weights(sft.strategy.inference_state_dict())
-                recorder.add(arm, clock.elapsed, evaluate([MAIN_ENV]), sft_steps=sft.step)
+                evaluate.generator.update_weights(sft.strategy.inference_state_dict())
+                recorder.add(
+                    arm, clock.elapsed, evaluate({MAIN_ENV: args.eval_seeds}), sft_steps=sft.step
+                )
                 clock.resume()
                 next_eval += args.eval_every_minutes * 60
         clock.pause()
-        generator.update_weights(sft.strategy.inference_state_dict())
+        evaluate.generator.update_weights(sft.strategy.inference_state_dict())
         recorder.add(
-            arm, clock.elapsed, evaluate_all(evaluate, args, args.eval_seeds), sft_steps=sft.step
+            arm, clock.elapsed, evaluate(all_envs(args, args.eval_seeds)), sft_steps=sft.step
         )
         sft.close()
     recorder.write(evaluation_seconds=evaluate.seconds)
@@ -337,28 +342,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     clock = Stopwatch()
     sft = OracleSFT(config, metrics_dir=args.out / "sft")
-    generator = make_generator(
-        config.generation.backend,
-        copy.deepcopy(sft.model),
-        sft.tokenizer,
-        max_batch_size=config.generation.max_batch_size,
-    )
-    evaluate = Evaluator(config, generator, sft.tokenizer, args.eval_seeds)
+    evaluate = Evaluator.with_own_generator(config, sft.model, sft.tokenizer)
 
     clock.pause()
-    recorder.add("base", 0.0, evaluate_all(evaluate, args, args.transfer_seeds))
+    recorder.add("base", 0.0, evaluate(all_envs(args, args.transfer_seeds)))
     clock.resume()
     sft.train(max_seconds=args.sft_minutes * 60 - clock.now())
     clock.pause()
-    generator.update_weights(sft.strategy.inference_state_dict())
-    sft_results = evaluate_all(evaluate, args, args.eval_seeds)
+    evaluate.generator.update_weights(sft.strategy.inference_state_dict())
+    sft_results = evaluate(all_envs(args, args.eval_seeds))
     sft_success = recorder.add("SFT", clock.elapsed, sft_results, sft_steps=sft.step)
     clock.resume()
     checkpoint = sft.save(args.out / "sft")
     sft.close()
     sft_clock = clock.now()
     base_and_sft_eval_seconds = evaluate.seconds
-    del sft, generator, evaluate
+    del sft, evaluate  # the arms load their own models
 
     arm_files = {arm: args.out / f"arm-{arm.replace(' ', '-')}.json" for arm in args.arms}
     commands = {

@@ -44,7 +44,7 @@ import torch.nn.functional as F
 from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
 from trainer.generation.base import GenerationOutput, SamplingParams
-from trainer.generation.hf import HFGenerator, _check_params, check_prompts, sample_next_tokens
+from trainer.generation.hf import HFGenerator, prepare_request, sample_next_tokens
 from trainer.generation.kv_cache import SlotKVCache
 
 if TYPE_CHECKING:
@@ -140,21 +140,12 @@ class ContinuousGenerator:
         Requests start in order; at most ``max_batch_size`` run at once, and a finished one's
         place goes to the next waiting request in the same step.
         """
-        vocab_size = int(self.model.get_output_embeddings().weight.shape[0])
-        _check_params(params, vocab_size)
-        requests = [_Request(i, list(map(int, p))) for i, p in enumerate(prompts)]
-        check_prompts([r.prompt for r in requests], vocab_size)
+        checked, rng, allowed = prepare_request(
+            prompts, params, self._hf._vocab_size(), self.device
+        )
+        requests = [_Request(i, prompt) for i, prompt in enumerate(checked)]
         if params.max_new_tokens == 0:
             return [GenerationOutput([], [], "length") for _ in requests]
-        rng = torch.Generator(device=self.device)
-        if params.seed is None:
-            rng.seed()
-        else:
-            rng.manual_seed(params.seed)
-        allowed = None
-        if params.allowed_token_ids is not None:
-            allowed = torch.zeros(vocab_size, dtype=torch.bool, device=self.device)
-            allowed[list(params.allowed_token_ids)] = True
         stop = set(params.stop_token_ids or self.default_stop_token_ids)
 
         self.cache.abandon_running()

@@ -33,7 +33,7 @@ from trainer.generation.base import GenerationOutput, SamplingParams
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-__all__ = ["HFGenerator", "check_prompts", "sample_next_tokens"]
+__all__ = ["HFGenerator", "check_prompts", "prepare_request", "sample_next_tokens"]
 
 
 def sample_next_tokens(
@@ -134,6 +134,36 @@ def check_prompts(prompts: Sequence[Sequence[int]], vocab_size: int) -> None:
             )
 
 
+def prepare_request(
+    prompts: Sequence[Sequence[int]],
+    params: SamplingParams,
+    vocab_size: int,
+    device: torch.device,
+) -> tuple[list[list[int]], torch.Generator, torch.Tensor | None]:
+    """Checks one ``generate`` call and builds what sampling needs (every backend's start).
+
+    Returns:
+        ``(prompts, rng, allowed)``: the prompts as lists of ints, the random stream (seeded by
+        ``params.seed``, fresh if ``None``) and the ``(vocab,)`` allowed-token mask or ``None``.
+
+    Raises:
+        ValueError: a bad sampling parameter, an empty prompt or an out-of-vocabulary id.
+    """
+    _check_params(params, vocab_size)
+    prompts = [list(map(int, p)) for p in prompts]
+    check_prompts(prompts, vocab_size)
+    rng = torch.Generator(device=device)
+    if params.seed is None:
+        rng.seed()
+    else:
+        rng.manual_seed(params.seed)
+    allowed = None
+    if params.allowed_token_ids is not None:
+        allowed = torch.zeros(vocab_size, dtype=torch.bool, device=device)
+        allowed[list(params.allowed_token_ids)] = True
+    return prompts, rng, allowed
+
+
 class HFGenerator:
     """Generates with a transformers causal LM in this process (the default backend).
 
@@ -187,22 +217,9 @@ class HFGenerator:
         Returns:
             One :class:`GenerationOutput` per prompt, in the order of ``prompts``.
         """
-        vocab_size = self._vocab_size()
-        _check_params(params, vocab_size)
-        prompts = [list(map(int, p)) for p in prompts]
-        check_prompts(prompts, vocab_size)
+        prompts, rng, allowed = prepare_request(prompts, params, self._vocab_size(), self.device)
         if params.max_new_tokens == 0:
             return [GenerationOutput([], [], "length") for _ in prompts]
-
-        rng = torch.Generator(device=self.device)
-        if params.seed is None:
-            rng.seed()
-        else:
-            rng.manual_seed(params.seed)
-        allowed = None
-        if params.allowed_token_ids is not None:
-            allowed = torch.zeros(vocab_size, dtype=torch.bool, device=self.device)
-            allowed[list(params.allowed_token_ids)] = True
         stop_ids = params.stop_token_ids or self.default_stop_token_ids
         stop = torch.tensor(stop_ids, dtype=torch.long, device=self.device)
 
