@@ -64,6 +64,55 @@ class _Request:
     finish_reason: str = "length"
 
 
+class _Projection:
+    """Linear modules run as one matmul: q/k/v in one and gate/up in one, so a layer runs
+    four matmuls where the model's modules run seven.
+
+    Each module's parameter becomes a view of the fused ``weight``, so in-place loads
+    (``load_state_dict`` in :meth:`ContinuousGenerator.update_weights`) keep it current without
+    another copy. The layout stays ``F.linear``'s: the logits are bit for bit the model's.
+    """
+
+    def __init__(self, modules: Sequence[torch.nn.Linear]) -> None:
+        self.weight = torch.cat([m.weight.detach() for m in modules])
+        self.bias: torch.Tensor | None = None
+        if any(m.bias is not None for m in modules):
+            self.bias = torch.cat(
+                [
+                    m.bias.detach() if m.bias is not None else self.weight.new_zeros(m.out_features)
+                    for m in modules
+                ]
+            )
+        offset = 0
+        for m in modules:
+            rows = m.weight.shape[0]
+            m.weight.data = self.weight[offset : offset + rows]
+            if m.bias is not None and self.bias is not None:
+                m.bias.data = self.bias[offset : offset + rows]
+            offset += rows
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return F.linear(x, self.weight, self.bias)
+
+
+@dataclass
+class _LayerProjections:
+    qkv: _Projection
+    o: _Projection
+    gate_up: _Projection
+    down: _Projection
+
+    @classmethod
+    def of(cls, layer: torch.nn.Module) -> _LayerProjections:
+        attn, mlp = layer.self_attn, layer.mlp
+        return cls(
+            qkv=_Projection([attn.q_proj, attn.k_proj, attn.v_proj]),
+            o=_Projection([attn.o_proj]),
+            gate_up=_Projection([mlp.gate_proj, mlp.up_proj]),
+            down=_Projection([mlp.down_proj]),
+        )
+
+
 def _common_prefix_length(a: list[int], b: list[int]) -> int:
     n = min(len(a), len(b))
     for i in range(n):
@@ -116,6 +165,8 @@ class ContinuousGenerator:
         self.max_batch_size = max_batch_size
         config = model.config
         self._layers = list(model.model.layers)
+        with torch.no_grad():
+            self._projections = [_LayerProjections.of(layer) for layer in self._layers]
         self._heads = config.num_attention_heads
         self._kv_heads = getattr(config, "num_key_value_heads", None) or self._heads
         self._head_dim = getattr(config, "head_dim", None) or config.hidden_size // self._heads
@@ -270,39 +321,59 @@ class ContinuousGenerator:
         token_ids = torch.tensor([t for ts in new_tokens for t in ts], device=device)
         self.cache.write_tokens(row_of + first, positions, token_ids)
 
-        # key j is visible to query (row, column) when j <= that query's position
-        query_pos = start[:, None] + torch.arange(width, device=device)[None, :]
-        mask = torch.arange(span, device=device)[None, None, :] <= query_pos[:, :, None]
-        mask = mask[:, None]  # (rows, 1, width, span)
-
-        hidden = self.model.model.embed_tokens(token_ids)[None]  # (1, tokens, hidden)
+        hidden = self.model.model.embed_tokens(token_ids)  # (tokens, hidden)
         cos, sin = self.model.model.rotary_emb(hidden, positions[None])
+        cos, sin = cos[0], sin[0]  # (tokens, head_dim)
+        heads, kv_heads, head_dim = self._heads, self._kv_heads, self._head_dim
+        split = [heads * head_dim, kv_heads * head_dim, kv_heads * head_dim]
+        decoding = width == 1
+        if not decoding:
+            # key j is visible to query (row, column) when j <= that query's position
+            query_pos = start[:, None] + torch.arange(width, device=device)[None, :]
+            mask = torch.arange(span, device=device)[None, None, :] <= query_pos[:, :, None]
+            mask = mask[:, None]  # (rows, 1, width, span)
+        else:
+            # one query per row: attention is two small batched matmuls, with the query heads
+            # of each key/value head side by side (no copy of the cache per query head)
+            visible = torch.arange(span, device=device)[None, :] <= positions[:, None]
+            bias = torch.zeros(visible.shape, dtype=hidden.dtype, device=device)
+            bias = bias.masked_fill(~visible, float("-inf"))[:, None, None, :]
         for index, layer in enumerate(self._layers):
-            attn = layer.self_attn
+            projection = self._projections[index]
             residual = hidden
-            x = layer.input_layernorm(hidden)
-            q = attn.q_proj(x).view(1, -1, self._heads, self._head_dim)
-            k = attn.k_proj(x).view(1, -1, self._kv_heads, self._head_dim)
-            v = attn.v_proj(x).view(1, -1, self._kv_heads, self._head_dim)
-            q, k = apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=2)
+            qkv = projection.qkv(layer.input_layernorm(hidden))
+            q, k, v = qkv.split(split, dim=-1)
+            q, k = apply_rotary_pos_emb(
+                q.view(-1, heads, head_dim), k.view(-1, kv_heads, head_dim), cos, sin
+            )
             keys, values = self.cache.keys[index], self.cache.values[index]
-            keys[row_of + first, :, positions] = k[0]
-            values[row_of + first, :, positions] = v[0]
-            queries = q.new_zeros((count, width, self._heads, self._head_dim))
-            queries[row_of, column] = q[0]
-            out = F.scaled_dot_product_attention(
-                queries.transpose(1, 2),
-                keys[first : first + count, :, :span],
-                values[first : first + count, :, :span],
-                attn_mask=mask,
-                scale=self._scale,
-                enable_gqa=True,
-            )  # (rows, heads, width, head_dim)
-            out = out.transpose(1, 2)[row_of, column].reshape(1, -1, self._heads * self._head_dim)
-            hidden = residual + attn.o_proj(out)
-            hidden = hidden + layer.mlp(layer.post_attention_layernorm(hidden))
+            keys[row_of + first, :, positions] = k
+            values[row_of + first, :, positions] = v.view(-1, kv_heads, head_dim)
+            rows_keys = keys[first : first + count, :, :span]
+            rows_values = values[first : first + count, :, :span]
+            if decoding:
+                grouped = q.view(count, kv_heads, heads // kv_heads, head_dim)
+                scores = torch.matmul(grouped, rows_keys.transpose(-1, -2)) * self._scale
+                out = torch.matmul((scores + bias).softmax(dim=-1), rows_values)
+                out = out.reshape(count, heads * head_dim)
+            else:
+                queries = q.new_zeros((count, width, heads, head_dim))
+                queries[row_of, column] = q
+                out = F.scaled_dot_product_attention(
+                    queries.transpose(1, 2),
+                    rows_keys,
+                    rows_values,
+                    attn_mask=mask,
+                    scale=self._scale,
+                    enable_gqa=True,
+                )  # (rows, heads, width, head_dim)
+                out = out.transpose(1, 2)[row_of, column].reshape(-1, heads * head_dim)
+            hidden = residual + projection.o(out)
+            residual = hidden
+            gate, up = projection.gate_up(layer.post_attention_layernorm(hidden)).chunk(2, dim=-1)
+            hidden = residual + projection.down(layer.mlp.act_fn(gate) * up)
         last = torch.cumsum(lengths, dim=0) - 1
-        hidden = self.model.model.norm(hidden[0, last])
+        hidden = self.model.model.norm(hidden[last])
         return self.model.lm_head(hidden).float()
 
     def update_weights(self, state_dict: Mapping[str, torch.Tensor]) -> None:
