@@ -189,7 +189,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default="sokoban")
     parser.add_argument("--budget-minutes", type=float, default=60.0)
-    parser.add_argument("--sft-minutes", type=float, default=15.0)
+    parser.add_argument("--sft-minutes", type=float, default=25.0)
     parser.add_argument("--eval-every-minutes", type=float, default=15.0)
     parser.add_argument("--eval-seeds", type=int, default=256, help=f"of {MAIN_ENV}")
     parser.add_argument(
