@@ -67,9 +67,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from provenance import library_versions, machine_info
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # Benchmark the checkout this script lives in, not some other installed copy.
@@ -713,46 +714,6 @@ def print_comparison(ratios: Sequence[dict[str, Any]], goals: Sequence[dict[str,
 
 
 # --------------------------------------------------------------------------- provenance
-def library_versions() -> dict[str, str | None]:
-    versions: dict[str, str | None] = {}
-    for distribution in (
-        "rollenv",
-        "gym-sokoban",
-        "gym",
-        "gem-llm",
-        "textarena",
-        "gymnasium",
-        "numpy",
-        "python",
-    ):
-        if distribution == "python":
-            versions[distribution] = platform.python_version()
-            continue
-        try:
-            versions[distribution] = metadata.version(distribution)
-        except metadata.PackageNotFoundError:
-            versions[distribution] = None
-    return versions
-
-
-def machine_info() -> dict[str, Any]:
-    cpu_model = None
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        model_lines = [
-            line for line in cpuinfo.read_text().splitlines() if line.startswith("model name")
-        ]
-        cpu_model = model_lines[0].split(":", 1)[1].strip() if model_lines else None
-    return {
-        "cpu_count": os.cpu_count(),
-        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "cpu_model": cpu_model,
-        "python": platform.python_version(),
-        "implementation": platform.python_implementation(),
-        "platform": platform.platform(),
-    }
-
-
 # --------------------------------------------------------------------------- main
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
@@ -822,7 +783,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "budget": asdict(budget),
         "peer_max_turns": PEER_MAX_TURNS,
         "machine": machine_info(),
-        "versions": library_versions(),
+        "versions": library_versions(
+            ("rollenv", "gym-sokoban", "gym", "gem-llm", "textarena", "gymnasium", "numpy")
+        ),
         "results": [asdict(row) for row in rows],
         "ratios": ratios,
         "goals": goals,

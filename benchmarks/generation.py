@@ -40,7 +40,6 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import platform
 import statistics
 import time
 from collections.abc import Sequence
@@ -48,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from provenance import library_versions, machine_info
 
 from rollenv.policies import oracle_for
 from trainer.generation import ContinuousGenerator, GenerationOutput, SamplingParams
@@ -257,7 +257,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "max_new_tokens": args.max_new_tokens,
         "repeats": args.repeats,
         "torch_threads": torch.get_num_threads(),
-        "machine": platform.machine(),
+        "machine": machine_info(),
+        "versions": library_versions(("rollenv", "torch", "transformers")),
         "multi_turn_rollout": rollout,
         "first_turn_only": single,
         "ratios": ratios,

@@ -87,7 +87,6 @@ import ctypes
 import gc
 import json
 import os
-import platform
 import random
 import re
 import statistics
@@ -98,9 +97,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from provenance import library_versions, machine_info
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # Benchmark the checkout this script lives in, not some other installed copy.
@@ -639,30 +639,6 @@ def print_comparison(ratio: dict[str, Any] | None, goals: Sequence[dict[str, Any
         print(f"  {verdict}  {goal['goal']} (measured {goal['value']})")
 
 
-def library_versions() -> dict[str, str | None]:
-    versions: dict[str, str | None] = {"python": platform.python_version()}
-    for distribution in ("rollenv", "torch", "transformers", "peft", "accelerate", "trl"):
-        try:
-            versions[distribution] = metadata.version(distribution)
-        except metadata.PackageNotFoundError:
-            versions[distribution] = None
-    return versions
-
-
-def machine_info() -> dict[str, Any]:
-    cpu_model = None
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        names = [line for line in cpuinfo.read_text().splitlines() if line.startswith("model name")]
-        cpu_model = names[0].split(":", 1)[1].strip() if names else None
-    return {
-        "cpu_count": os.cpu_count(),
-        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "cpu_model": cpu_model,
-        "platform": platform.platform(),
-    }
-
-
 # --------------------------------------------------------------------------- main
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
@@ -756,7 +732,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
         "settings": asdict(settings),
         "machine": machine_info(),
-        "versions": library_versions(),
+        "versions": library_versions(
+            ("rollenv", "torch", "transformers", "peft", "accelerate", "trl")
+        ),
         "results": results,
         "ratio": ratio,
         "goals": goals,
