@@ -83,7 +83,8 @@ class AlgorithmConfig(_Section):
     value_coef: float = Field(0.5, ge=0.0)
     # "generator": PPO's old log-probs are those the generator reported while sampling (the
     # behaviour policy's, equal to the trainer's up to float error; a test checks it), which
-    # saves one forward pass over every sequence per step; "recompute" runs that pass.
+    # saves one forward pass over every sequence per step; "recompute" runs that pass. PPO
+    # always runs it: the same pass gives the critic's values.
     old_logprobs: Literal["recompute", "generator"] = "recompute"
     ppo_epochs: int = Field(1, gt=0)
     minibatches: int = Field(1, gt=0)
