@@ -192,8 +192,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--sft-minutes", type=float, default=25.0)
     parser.add_argument("--eval-every-minutes", type=float, default=15.0)
     parser.add_argument("--eval-seeds", type=int, default=256, help=f"of {MAIN_ENV}")
+    parser.add_argument("--transfer-seeds", type=int, default=64, help="of the transfer envs")
     parser.add_argument(
-        "--transfer-seeds", type=int, default=64, help="of the transfer envs, and of the base model"
+        "--base-seeds",
+        type=int,
+        help=f"of {MAIN_ENV} for the base model (default: --eval-seeds; the base model plays "
+        "every turn of every episode, so this point is the slowest to evaluate)",
     )
     parser.add_argument("--arms", nargs="+", default=["RL", "SFT only"], choices=["RL", "SFT only"])
     parser.add_argument(
@@ -336,6 +340,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "sft_minutes": args.sft_minutes,
             "eval_seeds": args.eval_seeds,
             "transfer_seeds": args.transfer_seeds,
+            "base_seeds": args.eval_seeds if args.base_seeds is None else args.base_seeds,
             "arms_side_by_side": not args.sequential,
             "torch_threads": torch.get_num_threads(),
         },
@@ -345,7 +350,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     evaluate = Evaluator.with_own_generator(config, sft.model, sft.tokenizer)
 
     clock.pause()
-    recorder.add("base", 0.0, evaluate(all_envs(args, args.transfer_seeds)))
+    base_seeds = args.eval_seeds if args.base_seeds is None else args.base_seeds
+    recorder.add("base", 0.0, evaluate(all_envs(args, base_seeds)))
     clock.resume()
     sft.train(max_seconds=args.sft_minutes * 60 - clock.now())
     clock.pause()
