@@ -71,6 +71,7 @@ from pathlib import Path
 from typing import Any
 
 from provenance import library_versions, machine_info
+from table import print_table
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # Benchmark the checkout this script lives in, not some other installed copy.
@@ -599,34 +600,6 @@ def table_rows(rows: Sequence[RowResult]) -> list[list[str]]:
 TABLE_HEADER = ["library", "env [shared setting]", "resets/s", "p50 ms", "p99 ms", "steps/s (text)"]
 
 
-def print_table(rows: Sequence[RowResult], title: str) -> None:
-    """Prints the table with rich if it is installed, else as aligned plain text."""
-    lines = table_rows(rows)
-    widths = [
-        max(len(cells[i]) for cells in [TABLE_HEADER, *lines]) for i in range(len(TABLE_HEADER))
-    ]
-    try:
-        from rich.console import Console
-        from rich.markup import escape
-        from rich.table import Table
-    except ImportError:
-        print(title)
-        for cells in [TABLE_HEADER, *lines]:
-            print(
-                "  ".join(
-                    cell.ljust(w) if i < 2 else cell.rjust(w)
-                    for i, (cell, w) in enumerate(zip(cells, widths, strict=True))
-                )
-            )
-        return
-    table = Table(title=title)
-    for index, heading in enumerate(TABLE_HEADER):
-        table.add_column(heading, justify="left" if index < 2 else "right", no_wrap=True)
-    for cells in lines:
-        table.add_row(*(escape(cell) for cell in cells))  # "[bench]" is not rich markup
-    Console(width=sum(widths) + 3 * len(widths) + 1).print(table)
-
-
 def measured(rows: Sequence[RowResult]) -> list[RowResult]:
     return [row for row in rows if row.status == "ok"]
 
@@ -769,9 +742,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     mode = "quick" if args.quick else "full"
     print_table(
-        rows,
+        TABLE_HEADER,
+        table_rows(rows),
         f"Env throughput ({mode}, median of {args.repeats}, "
         f"{os.cpu_count()} CPUs, Python {platform.python_version()})",
+        left_columns=2,
     )
     ratios, goals = compare(rows)
     print_comparison(ratios, goals)

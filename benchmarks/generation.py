@@ -48,6 +48,7 @@ from typing import Any
 
 import torch
 from provenance import library_versions, machine_info
+from table import print_table
 
 from rollenv.policies import oracle_for
 from trainer.generation import ContinuousGenerator, GenerationOutput, SamplingParams
@@ -161,20 +162,6 @@ def time_weight_sync(engine: Any, state_dict: dict, repeats: int = 3) -> float:
     return statistics.median(times)
 
 
-def print_table(rows: list[dict]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title="Rollout generation: continuous engine vs HF generate (same run)")
-    for column in ("workload", "engine", "tokens/s", "prompt tokens computed", "ratio", "goal"):
-        table.add_column(
-            column, justify="right" if column not in ("workload", "engine") else "left"
-        )
-    for row in rows:
-        table.add_row(*row.values())
-    Console().print(table)
-
-
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="smollm2-135m")
@@ -246,7 +233,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "goal": goal,
                 }
             )
-    print_table(rows)
+    print_table(
+        ["workload", "engine", "tokens/s", "prompt tokens computed", "ratio", "goal"],
+        [list(row.values()) for row in rows],
+        "Rollout generation: continuous engine vs HF generate (same run)",
+        left_columns=2,
+    )
     for name, seconds in sync.items():
         print(f"weight sync ({name}): {seconds * 1000:.0f} ms")
     report = {

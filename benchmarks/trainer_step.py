@@ -101,6 +101,7 @@ from pathlib import Path
 from typing import Any
 
 from provenance import library_versions, machine_info
+from table import print_table
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # Benchmark the checkout this script lives in, not some other installed copy.
@@ -558,33 +559,6 @@ def table_rows(results: Sequence[dict[str, Any]]) -> list[list[str]]:
     return lines
 
 
-def print_table(results: Sequence[dict[str, Any]], title: str) -> None:
-    """Prints the table with rich if it is installed, else as aligned plain text."""
-    lines = table_rows(results)
-    widths = [
-        max(len(cells[i]) for cells in [TABLE_HEADER, *lines]) for i in range(len(TABLE_HEADER))
-    ]
-    try:
-        from rich.console import Console
-        from rich.table import Table
-    except ImportError:
-        print(title)
-        for cells in [TABLE_HEADER, *lines]:
-            print(
-                "  ".join(
-                    cell.ljust(w) if i == 0 else cell.rjust(w)
-                    for i, (cell, w) in enumerate(zip(cells, widths, strict=True))
-                )
-            )
-        return
-    table = Table(title=title)
-    for index, heading in enumerate(TABLE_HEADER):
-        table.add_column(heading, justify="left" if index == 0 else "right", no_wrap=True)
-    for cells in lines:
-        table.add_row(*cells)
-    Console(width=max(sum(widths) + 3 * len(widths) + 1, len(title))).print(table)
-
-
 def compare(results: Sequence[dict[str, Any]]) -> tuple[dict[str, Any] | None, list[dict]]:
     """The ratio TRL / rollenv and the issue's goals."""
     by_side = {r["side"]: r for r in results if "error" not in r}
@@ -719,7 +693,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     tuning = "full fine-tuning" if args.full else f"LoRA r={LORA_R} on {','.join(LORA_TARGETS)}"
     print_table(
-        results,
+        TABLE_HEADER,
+        table_rows(results),
         f"One GRPO update: {args.model}, {tuning}, {args.sequences} sequences of "
         f"{args.min_len}-{args.max_len} tokens, {args.micro_batches} micro-batches (TRL), "
         f"median of {args.repeats}, {os.cpu_count()} CPUs, "
