@@ -64,9 +64,9 @@ class _Request:
     finish_reason: str = "length"
 
 
-class _Projection:
-    """Linear modules run as one matmul: q/k/v in one and gate/up in one, so a layer runs
-    four matmuls where the model's modules run seven.
+class _FusedLinear:
+    """Linear modules that read the same input, run as one matmul: q/k/v in one and gate/up in
+    one, so a layer runs four matmuls where the model's modules run seven.
 
     Each module's parameter becomes a view of the fused ``weight``, so in-place loads
     (``load_state_dict`` in :meth:`ContinuousGenerator.update_weights`) keep it current without
@@ -87,30 +87,12 @@ class _Projection:
         for m in modules:
             rows = m.weight.shape[0]
             m.weight.data = self.weight[offset : offset + rows]
-            if m.bias is not None and self.bias is not None:
+            if m.bias is not None:
                 m.bias.data = self.bias[offset : offset + rows]
             offset += rows
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         return F.linear(x, self.weight, self.bias)
-
-
-@dataclass
-class _LayerProjections:
-    qkv: _Projection
-    o: _Projection
-    gate_up: _Projection
-    down: _Projection
-
-    @classmethod
-    def of(cls, layer: torch.nn.Module) -> _LayerProjections:
-        attn, mlp = layer.self_attn, layer.mlp
-        return cls(
-            qkv=_Projection([attn.q_proj, attn.k_proj, attn.v_proj]),
-            o=_Projection([attn.o_proj]),
-            gate_up=_Projection([mlp.gate_proj, mlp.up_proj]),
-            down=_Projection([mlp.down_proj]),
-        )
 
 
 def _common_prefix_length(a: list[int], b: list[int]) -> int:
@@ -166,7 +148,13 @@ class ContinuousGenerator:
         config = model.config
         self._layers = list(model.model.layers)
         with torch.no_grad():
-            self._projections = [_LayerProjections.of(layer) for layer in self._layers]
+            self._qkv = [
+                _FusedLinear([a.q_proj, a.k_proj, a.v_proj])
+                for a in (layer.self_attn for layer in self._layers)
+            ]
+            self._gate_up = [
+                _FusedLinear([layer.mlp.gate_proj, layer.mlp.up_proj]) for layer in self._layers
+            ]
         self._heads = config.num_attention_heads
         self._kv_heads = getattr(config, "num_key_value_heads", None) or self._heads
         self._head_dim = getattr(config, "head_dim", None) or config.hidden_size // self._heads
@@ -339,9 +327,8 @@ class ContinuousGenerator:
             bias = torch.zeros(visible.shape, dtype=hidden.dtype, device=device)
             bias = bias.masked_fill(~visible, float("-inf"))[:, None, None, :]
         for index, layer in enumerate(self._layers):
-            projection = self._projections[index]
             residual = hidden
-            qkv = projection.qkv(layer.input_layernorm(hidden))
+            qkv = self._qkv[index](layer.input_layernorm(hidden))
             q, k, v = qkv.split(split, dim=-1)
             q, k = apply_rotary_pos_emb(
                 q.view(-1, heads, head_dim), k.view(-1, kv_heads, head_dim), cos, sin
@@ -368,10 +355,10 @@ class ContinuousGenerator:
                     enable_gqa=True,
                 )  # (rows, heads, width, head_dim)
                 out = out.transpose(1, 2)[row_of, column].reshape(-1, heads * head_dim)
-            hidden = residual + projection.o(out)
+            hidden = residual + layer.self_attn.o_proj(out)
             residual = hidden
-            gate, up = projection.gate_up(layer.post_attention_layernorm(hidden)).chunk(2, dim=-1)
-            hidden = residual + projection.down(layer.mlp.act_fn(gate) * up)
+            gate, up = self._gate_up[index](layer.post_attention_layernorm(hidden)).chunk(2, dim=-1)
+            hidden = residual + layer.mlp.down_proj(layer.mlp.act_fn(gate) * up)
         last = torch.cumsum(lengths, dim=0) - 1
         hidden = self.model.model.norm(hidden[last])
         return self.model.lm_head(hidden).float()
