@@ -230,6 +230,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
             transfer_seeds=8,
         )
     args = parser.parse_args(argv)
+    if args.base_seeds is None:
+        args.base_seeds = args.eval_seeds
     if args.quick:
         args.set = ["model.name=tiny-random", *args.set]
     return args
@@ -340,7 +342,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "sft_minutes": args.sft_minutes,
             "eval_seeds": args.eval_seeds,
             "transfer_seeds": args.transfer_seeds,
-            "base_seeds": args.eval_seeds if args.base_seeds is None else args.base_seeds,
+            "base_seeds": args.base_seeds,
             "arms_side_by_side": not args.sequential,
             "torch_threads": torch.get_num_threads(),
         },
@@ -350,8 +352,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     evaluate = Evaluator.with_own_generator(config, sft.model, sft.tokenizer)
 
     clock.pause()
-    base_seeds = args.eval_seeds if args.base_seeds is None else args.base_seeds
-    recorder.add("base", 0.0, evaluate(all_envs(args, base_seeds)))
+    recorder.add("base", 0.0, evaluate(all_envs(args, args.base_seeds)))
     clock.resume()
     sft.train(max_seconds=args.sft_minutes * 60 - clock.now())
     clock.pause()

@@ -18,7 +18,12 @@ import torch
 from torch import nn
 
 from trainer.batch import micro_batches, pad, pad_values
-from trainer.strategies.packing import pack, packed_attention, supports_packing
+from trainer.strategies.packing import (
+    pack,
+    packed_attention,
+    packed_positions,
+    supports_packing,
+)
 
 #: Rows of logits whose entropy is computed at once when it needs no gradient (bounds memory).
 _ENTROPY_CHUNK_ROWS = 256
@@ -132,9 +137,9 @@ def score_tokens(
     else:
         starts = torch.tensor([0, *packed_lengths[:-1]], device=device).cumsum(0)
         select = select.index_fill(1, starts, 0)
-        position_ids = torch.cat([torch.arange(n, device=device) for n in packed_lengths])
+        position_ids = packed_positions(packed_lengths, device)
         with packed_attention(model, packed_lengths):
-            hidden = decoder(input_ids=input_ids, position_ids=position_ids[None]).last_hidden_state
+            hidden = decoder(input_ids=input_ids, position_ids=position_ids).last_hidden_state
     rows, cols = torch.nonzero(select[:, 1:] > 0, as_tuple=True)  # position cols predicts cols+1
     logits = head(hidden[rows, cols]).float()
     if temperature != 1.0:

@@ -136,5 +136,14 @@ def pack(sequences: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
         (tensor([[5, 6, 7, 8, 9]]), tensor([[0, 1, 2, 0, 1]]))
     """
     ids = torch.tensor([token for sequence in sequences for token in sequence], dtype=torch.long)
-    positions = torch.cat([torch.arange(len(sequence)) for sequence in sequences])
-    return ids[None], positions[None]
+    return ids[None], packed_positions([len(sequence) for sequence in sequences])
+
+
+def packed_positions(lengths: list[int], device: torch.device | str = "cpu") -> torch.Tensor:
+    """``(1, sum(lengths))`` position ids that restart at 0 at the start of every sequence.
+
+    Example:
+        >>> packed_positions([3, 2])
+        tensor([[0, 1, 2, 0, 1]])
+    """
+    return torch.cat([torch.arange(n, device=device) for n in lengths])[None]
