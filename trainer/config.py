@@ -93,6 +93,9 @@ class AlgorithmConfig(_Section):
 class GenerationConfig(_Section):
     backend: Literal["continuous", "hf"] = "continuous"
     max_batch_size: int = Field(64, gt=0)
+    # "bfloat16": the continuous engine's weights in bfloat16 (faster decoding on CPUs with
+    # AMX / AVX512-BF16); its log-probs are no longer the float32 trainer's
+    dtype: Literal["float32", "bfloat16"] = "float32"
 
 
 class OptimConfig(_Section):
@@ -143,6 +146,14 @@ class Config(_Section):
             )
         if self.algorithm.name == "gigpo" and self.env.context != "window":
             raise ValueError("algorithm.name=gigpo groups steps by state: set env.context=window")
+        if self.generation.dtype == "bfloat16":
+            if self.generation.backend != "continuous":
+                raise ValueError("generation.dtype=bfloat16 needs generation.backend=continuous")
+            if self.algorithm.old_logprobs == "generator":
+                raise ValueError(
+                    "generation.dtype=bfloat16 samples from a rounded copy of the policy: set "
+                    "algorithm.old_logprobs=recompute"
+                )
         if self.algorithm.minibatches > self.env.group_size * self.env.groups_per_step:
             raise ValueError("algorithm.minibatches is larger than the number of episodes per step")
         return self

@@ -179,12 +179,14 @@ class Pipeline:
         policy, self.tokenizer = load_model(model_name, seed=config.train.seed)
         device = resolve_device(config.train.device)
         policy.to(device)
+        dtype = {"dtype": config.generation.dtype} if config.generation.dtype != "float32" else {}
         self.generator = make_generator(
             config.generation.backend,
             copy.deepcopy(policy),
             self.tokenizer,
             device=device,
             max_batch_size=config.generation.max_batch_size,
+            **dtype,
         )
         self.strategy = build_strategy(config, policy, self.tokenizer.pad_token_id)
         self.manager = self._env_manager(config.env.group_size, greedy=False)

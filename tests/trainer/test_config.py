@@ -43,6 +43,8 @@ def test_overrides_reach_nested_fields_and_parse_yaml_values():
             "'token-mean', 'seq-mean-token-mean' or 'seq-mean-token-sum'",
         ),
         ("algorithm.name=gigpo", "set env.context=window"),
+        ("generation.dtype=float16", "generation.dtype: Input should be 'float32' or 'bfloat16'"),
+        ("generation.dtype=bfloat16", "set algorithm.old_logprobs=recompute"),
         ("train.steps", "--set expects key=value"),
     ],
 )

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
-from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+from transformers.models.llama.modeling_llama import rotate_half
 
 from trainer.generation.base import GenerationOutput, SamplingParams
 from trainer.generation.hf import HFGenerator, prepare_request, sample_next_tokens
@@ -95,6 +95,18 @@ class _FusedLinear:
         return F.linear(x, self.weight, self.bias)
 
 
+def _weights_dtype(dtype: torch.dtype | str | None, model_dtype: torch.dtype) -> torch.dtype:
+    """``dtype`` as a torch dtype: ``None`` or the model's own, or bfloat16."""
+    if dtype is None:
+        return model_dtype
+    names = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+    resolved = names.get(dtype) if isinstance(dtype, str) else dtype
+    if resolved not in (model_dtype, torch.bfloat16):
+        allowed = ", ".join(repr(n) for n in (None, *names))
+        raise ValueError(f"dtype must be one of {allowed}, got {dtype!r}")
+    return resolved  # type: ignore[return-value]
+
+
 def _common_prefix_length(a: list[int], b: list[int]) -> int:
     n = min(len(a), len(b))
     for i in range(n):
@@ -116,9 +128,15 @@ class ContinuousGenerator:
         max_batch_size: most requests decoded together; more wait and start as others end.
         cache_rows: sequences whose keys and values are kept (running and idle); default
             ``2 * max_batch_size + 1``, so every running episode's previous turn stays cached.
+        dtype: the dtype of the weights and hidden states: ``None`` keeps the model's (float32:
+            logits bit for bit the model's); ``"bfloat16"`` halves the bytes each decode step
+            reads and runs the matmuls on AMX / AVX512-BF16 where the CPU has them. Rotary
+            embeddings, attention and the key/value cache stay float32. Its log-probs differ
+            from a float32 trainer's by a few hundredths, so train with
+            ``old_logprobs: recompute``.
 
     Raises:
-        ValueError: the model's architecture is not supported.
+        ValueError: the model's architecture or ``dtype`` is not supported.
     """
 
     def __init__(
@@ -129,6 +147,7 @@ class ContinuousGenerator:
         device: str | torch.device = "cpu",
         max_batch_size: int = 32,
         cache_rows: int | None = None,
+        dtype: torch.dtype | str | None = None,
     ) -> None:
         model_type = getattr(model.config, "model_type", None)
         if model_type not in SUPPORTED_MODEL_TYPES or hasattr(
@@ -146,6 +165,13 @@ class ContinuousGenerator:
         self.default_stop_token_ids = self._hf.default_stop_token_ids
         self.max_batch_size = max_batch_size
         config = model.config
+        self.attention_dtype = next(self.model.parameters()).dtype
+        self.dtype = _weights_dtype(dtype, self.attention_dtype)
+        if self.dtype != self.attention_dtype:
+            # not model.to(): that would round the rotary embedding's inv_freq buffer too
+            decoder = self.model.model
+            for module in (decoder.embed_tokens, decoder.layers, decoder.norm, model.lm_head):
+                module.to(self.dtype)
         self._layers = list(model.model.layers)
         with torch.no_grad():
             self._qkv = [
@@ -165,7 +191,7 @@ class ContinuousGenerator:
             kv_heads=self._kv_heads,
             head_dim=self._head_dim,
             max_capacity=int(getattr(config, "max_position_embeddings", 1 << 20)),
-            dtype=next(model.parameters()).dtype,
+            dtype=self.dtype,  # at a batch of 64, reading the cache costs more than the weights
             device=self.device,
         )
         self.stats = {"prompt_tokens": 0, "computed_prompt_tokens": 0, "generated_tokens": 0}
@@ -310,10 +336,17 @@ class ContinuousGenerator:
         self.cache.write_tokens(row_of + first, positions, token_ids)
 
         hidden = self.model.model.embed_tokens(token_ids)  # (tokens, hidden)
-        cos, sin = self.model.model.rotary_emb(hidden, positions[None])
-        cos, sin = cos[0], sin[0]  # (tokens, head_dim)
+        attention_dtype = self.attention_dtype
+        cos, sin = self.model.model.rotary_emb(
+            torch.empty(0, dtype=attention_dtype, device=device), positions[None]
+        )
+        cos, sin = cos[0, :, None], sin[0, :, None]  # (tokens, 1, head_dim): same for each head
         heads, kv_heads, head_dim = self._heads, self._kv_heads, self._head_dim
-        split = [heads * head_dim, kv_heads * head_dim, kv_heads * head_dim]
+        # where each new token's key (and value) goes in a layer's cache seen as
+        # (rows * kv_heads * capacity, head_dim): one index_copy_ instead of an index_put
+        capacity = self.cache.capacity
+        slots = ((row_of + first) * kv_heads)[:, None] + torch.arange(kv_heads, device=device)
+        slots = (slots * capacity + positions[:, None]).reshape(-1)
         decoding = width == 1
         if not decoding:
             # key j is visible to query (row, column) when j <= that query's position
@@ -324,28 +357,29 @@ class ContinuousGenerator:
             # one query per row: attention is two small batched matmuls, with the query heads
             # of each key/value head side by side (no copy of the cache per query head)
             visible = torch.arange(span, device=device)[None, :] <= positions[:, None]
-            bias = torch.zeros(visible.shape, dtype=hidden.dtype, device=device)
+            bias = torch.zeros(visible.shape, dtype=attention_dtype, device=device)
             bias = bias.masked_fill(~visible, float("-inf"))[:, None, None, :]
         for index, layer in enumerate(self._layers):
             residual = hidden
-            qkv = self._qkv[index](layer.input_layernorm(hidden))
-            q, k, v = qkv.split(split, dim=-1)
-            q, k = apply_rotary_pos_emb(
-                q.view(-1, heads, head_dim), k.view(-1, kv_heads, head_dim), cos, sin
-            )
+            qkv = self._qkv[index](layer.input_layernorm(hidden)).to(attention_dtype)
+            qkv = qkv.view(-1, heads + 2 * kv_heads, head_dim)
+            # rotary embedding of queries and keys at once: x * cos + rotate_half(x) * sin
+            qk = qkv[:, : heads + kv_heads]
+            qk = qk * cos + rotate_half(qk) * sin
+            q, k, v = qk[:, :heads], qk[:, heads:], qkv[:, heads + kv_heads :]
             keys, values = self.cache.keys[index], self.cache.values[index]
-            keys[row_of + first, :, positions] = k
-            values[row_of + first, :, positions] = v.view(-1, kv_heads, head_dim)
+            keys.view(-1, head_dim).index_copy_(0, slots, k.reshape(-1, head_dim).to(keys.dtype))
+            values.view(-1, head_dim).index_copy_(0, slots, v.reshape(-1, head_dim).to(keys.dtype))
             rows_keys = keys[first : first + count, :, :span]
             rows_values = values[first : first + count, :, :span]
             if decoding:
-                grouped = q.view(count, kv_heads, heads // kv_heads, head_dim)
-                scores = torch.matmul(grouped, rows_keys.transpose(-1, -2)) * self._scale
-                out = torch.matmul((scores + bias).softmax(dim=-1), rows_values)
-                out = out.reshape(count, heads * head_dim)
+                grouped = q.reshape(count, kv_heads, heads // kv_heads, head_dim).to(keys.dtype)
+                scores = torch.matmul(grouped, rows_keys.transpose(-1, -2)).to(bias.dtype)
+                weights = (scores * self._scale + bias).softmax(dim=-1).to(keys.dtype)
+                out = torch.matmul(weights, rows_values).reshape(count, heads * head_dim)
             else:
-                queries = q.new_zeros((count, width, heads, head_dim))
-                queries[row_of, column] = q
+                queries = keys.new_zeros((count, width, heads, head_dim))
+                queries[row_of, column] = q.to(keys.dtype)
                 out = F.scaled_dot_product_attention(
                     queries.transpose(1, 2),
                     rows_keys,
@@ -355,7 +389,7 @@ class ContinuousGenerator:
                     enable_gqa=True,
                 )  # (rows, heads, width, head_dim)
                 out = out.transpose(1, 2)[row_of, column].reshape(-1, heads * head_dim)
-            hidden = residual + layer.self_attn.o_proj(out)
+            hidden = residual + layer.self_attn.o_proj(out.to(hidden.dtype))
             residual = hidden
             gate, up = self._gate_up[index](layer.post_attention_layernorm(hidden)).chunk(2, dim=-1)
             hidden = residual + layer.mlp.down_proj(layer.mlp.act_fn(gate) * up)

@@ -181,6 +181,75 @@ def test_the_real_model_matches_the_reference_and_the_trainer(smollm2):
         torch.testing.assert_close(torch.tensor(out.logprobs), trainer[mask > 0], atol=2e-3, rtol=0)
 
 
+def test_bfloat16_weights_stay_close_to_the_float32_policy(smollm2):
+    # the contract of dtype="bfloat16": greedy replies part from float32's only at near-ties,
+    # and log-probs within a few hundredths of the float32 trainer's (why RL with it
+    # recomputes old log-probs)
+    model, tokenizer = smollm2
+    reference = HFGenerator(copy.deepcopy(model), tokenizer, max_batch_size=16)
+    fast = ContinuousGenerator(copy.deepcopy(model), tokenizer, max_batch_size=4, dtype="bfloat16")
+    assert next(fast.model.model.layers.parameters()).dtype == torch.bfloat16
+    assert fast.cache.keys[0].dtype == torch.bfloat16
+    manager = EnvManager("SimpleSokoban-v0", tokenizer, None, group_size=1, max_turns=3)
+    prompts = []
+    for trajectory in manager.rollout([1, 2, 3, 4, 5, 6], policy=oracle_for):
+        [sample] = trajectory.samples
+        for turn in sorted({t for t in sample.turn_of_token if t >= 0}):
+            prompts.append(sample.token_ids[: sample.turn_of_token.index(turn)])
+    greedy = SamplingParams(max_new_tokens=8, temperature=0.0)
+    ours, theirs = fast.generate(prompts, greedy), reference.generate(prompts, greedy)
+    same = 0
+    for prompt, a, b in zip(prompts, ours, theirs, strict=True):
+        if a.token_ids == b.token_ids:
+            same += 1
+            continue
+        # a greedy reply may part from float32's only where float32 itself nearly ties
+        at = next(
+            i for i, (x, y) in enumerate(zip(a.token_ids, b.token_ids, strict=False)) if x != y
+        )
+        with torch.no_grad():
+            logits = model(torch.tensor([prompt + b.token_ids[:at]])).logits[0, -1]
+        logprobs = logits.float().log_softmax(-1)
+        assert logprobs[b.token_ids[at]] - logprobs[a.token_ids[at]] < 0.5
+    assert same >= len(prompts) // 2
+    sampled = fast.generate(prompts, SamplingParams(max_new_tokens=8, temperature=1.0, seed=0))
+    sequences = [p + o.token_ids for p, o in zip(prompts, sampled, strict=True)]
+    masks = [
+        torch.tensor([0.0] * len(p) + [1.0] * len(o.token_ids))
+        for p, o in zip(prompts, sampled, strict=True)
+    ]
+    recomputed = _trainer_logprobs(model, tokenizer, sequences, masks, 1.0)
+    error = torch.cat(
+        [
+            torch.tensor(out.logprobs) - trainer[mask > 0]
+            for out, mask, trainer in zip(sampled, masks, recomputed, strict=True)
+        ]
+    ).abs()
+    assert error.mean() < 0.1
+    assert error.max() < 1.0
+
+
+def test_bfloat16_update_weights_rounds_the_new_policy(load):
+    model0, tokenizer = load("tiny-random", 0)
+    model1, _ = load("tiny-random", 1)
+    params = SamplingParams(max_new_tokens=8, temperature=0.0)
+    updated = ContinuousGenerator(model0, tokenizer, dtype="bfloat16")
+    updated.generate(PROMPTS, params)
+    updated.update_weights(model1.state_dict())
+    fresh = ContinuousGenerator(copy.deepcopy(model1), tokenizer, dtype=torch.bfloat16)
+    assert [o.token_ids for o in updated.generate(PROMPTS, params)] == [
+        o.token_ids for o in fresh.generate(PROMPTS, params)
+    ]
+    for name, weight in updated.model.state_dict().items():
+        torch.testing.assert_close(weight, fresh.model.state_dict()[name], atol=0, rtol=0)
+
+
+def test_an_unknown_dtype_is_refused_with_the_allowed_ones(tiny):
+    model, tokenizer = tiny
+    with pytest.raises(ValueError, match="dtype must be one of None, 'float32', 'bfloat16'"):
+        ContinuousGenerator(copy.deepcopy(model), tokenizer, dtype="float16")
+
+
 def test_update_weights_forgets_the_cache_and_switches_policy(tiny, load):
     model0, tokenizer = load("tiny-random", 0)
     model1, _ = load("tiny-random", 1)
