@@ -23,7 +23,8 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -70,6 +71,7 @@ class EnvManager:
         sampling: sampling parameters of every reply.
         max_context_tokens: a full-context episode whose next prompt would be longer ends
             (``finish_reason="context"``).
+        wrap: applied to every env made (e.g. a :class:`~rollenv.wrappers.Latency` wrapper).
     """
 
     def __init__(
@@ -85,6 +87,7 @@ class EnvManager:
         window: int = 2,
         sampling: SamplingParams | None = None,
         max_context_tokens: int = 4096,
+        wrap: Callable[[gym.Env], gym.Env] | None = None,
     ):
         if context not in ("full", "window"):
             raise ValueError(f"context must be 'full' or 'window', got {context!r}")
@@ -99,11 +102,14 @@ class EnvManager:
         self.sampling = sampling or SamplingParams(stop_token_ids=(tokenizer.eos_token_id,))
         self.max_context_tokens = max_context_tokens
         self.chat = ChatTokens(tokenizer)
-        self._envs: list[ChatHistory] = []
+        self.wrap = wrap
+        self._envs: list[ChatHistory] = []  # rollout()'s, one per episode of a call
+        self._free: list[ChatHistory] = []  # play_episode()'s, not in use now
 
     def make_env(self) -> gym.Env:
         """A fresh env of this manager's id and kwargs (unwrapped by ``ChatHistory``)."""
-        return rollenv.make(self.env_id, **self.env_kwargs)
+        env = rollenv.make(self.env_id, **self.env_kwargs)
+        return self.wrap(env) if self.wrap is not None else env
 
     def _env_pool(self, count: int) -> list[ChatHistory]:
         window = None if self.context == "full" else self.window
@@ -130,18 +136,10 @@ class EnvManager:
         if len(group_ids) != len(seeds):
             raise ValueError("give one group id per seed")
         envs = self._env_pool(len(seeds) * self.group_size)
-        episodes = []
-        for index, env in enumerate(envs):
-            group = index // self.group_size
-            obs, info = env.reset(seed=seeds[group])
-            trajectory = Trajectory(self.env_id, seeds[group], group_ids[group])
-            episode = _Episode(env, trajectory, info["messages"], info["anchor"])
-            if self.context == "full":
-                episode.tokens = self.chat.prompt(info["messages"])
-                episode.loss_mask = [0] * len(episode.tokens)
-                episode.logprobs = [0.0] * len(episode.tokens)
-                episode.turn_of_token = [-1] * len(episode.tokens)
-            episodes.append(episode)
+        episodes = [
+            self._start(env, seeds[i // self.group_size], group_ids[i // self.group_size])
+            for i, env in enumerate(envs)
+        ]
         policies = None if policy is None else {id(e): policy(e.env) for e in episodes}
 
         for turn in range(self.max_turns):
@@ -161,6 +159,73 @@ class EnvManager:
             if not episode.done:
                 self._finish(episode, "max_turns")
         return [e.trajectory for e in episodes]
+
+    async def play_episode(
+        self,
+        seed: int,
+        group_id: int,
+        generate: Callable[[list[int], SamplingParams], Awaitable[GenerationOutput]],
+        *,
+        episode: _Episode | None = None,
+    ) -> Trajectory:
+        """Plays one episode on its own, awaiting ``generate(prompt, sampling)`` for each reply.
+
+        Unlike :meth:`rollout`, nothing waits for other episodes: an env manager actor runs
+        many of these at once and hands each trajectory on when it ends. The env steps in a
+        worker thread, so a slow env does not hold up the other episodes.
+
+        Args:
+            seed: the reset seed (the group's).
+            group_id: the group it belongs to.
+            generate: an async function giving one reply to one prompt.
+            episode: the running state to play in, from :meth:`start_episode` (a caller that
+                may have to cut the episode short keeps it, to finish what was played).
+        """
+        episode = episode or await asyncio.to_thread(self.start_episode, seed, group_id)
+        for turn in range(self.max_turns):
+            prompt = self._prompt(episode)
+            output = await generate(prompt, self._sampling_for_turn(turn))
+            step = asyncio.ensure_future(
+                asyncio.to_thread(self._record, episode, turn, prompt, output)
+            )
+            try:
+                await asyncio.shield(step)
+            except asyncio.CancelledError:
+                await step  # a thread cannot be stopped: let the step land before the cut
+                raise
+            if episode.done:
+                break
+        self.finish_episode(episode, "max_turns")
+        return episode.trajectory
+
+    def start_episode(self, seed: int, group_id: int) -> _Episode:
+        """Resets a free env (or a new one) with ``seed``: the state :meth:`play_episode` plays."""
+        window = None if self.context == "full" else self.window
+        env = self._free.pop() if self._free else ChatHistory(self.make_env(), window=window)
+        try:
+            return self._start(env, seed, group_id)
+        except BaseException:
+            env.close()  # an env that raised is not trusted again: the next episode gets a new one
+            raise
+
+    def finish_episode(self, episode: _Episode, reason: str) -> Trajectory:
+        """Ends ``episode`` (if it is still running) with ``reason`` and frees its env."""
+        if not episode.done:
+            self._finish(episode, reason)
+        if all(episode.env is not e for e in self._free):
+            self._free.append(episode.env)
+        return episode.trajectory
+
+    def _start(self, env: ChatHistory, seed: int, group_id: int) -> _Episode:
+        obs, info = env.reset(seed=seed)
+        trajectory = Trajectory(self.env_id, seed, group_id)
+        episode = _Episode(env, trajectory, info["messages"], info["anchor"])
+        if self.context == "full":
+            episode.tokens = self.chat.prompt(info["messages"])
+            episode.loss_mask = [0] * len(episode.tokens)
+            episode.logprobs = [0.0] * len(episode.tokens)
+            episode.turn_of_token = [-1] * len(episode.tokens)
+        return episode
 
     def _sampling_for_turn(self, turn: int) -> SamplingParams:
         # a fresh random stream per turn: re-using one seed would replay the same draws

@@ -1,0 +1,142 @@
+"""``GeneratorActor``: one generation backend serving single-prompt requests from many callers.
+
+Env manager actors play their episodes independently, so their requests arrive one prompt at a
+time. The actor queues them and runs whatever has gathered as one batched ``generate`` call
+(request batching); the next batch starts as soon as the last one ends. A request whose caller
+gave up (a straggler the scheduler aborted, through ``ray.cancel``) leaves the queue without
+being run.
+
+It is a plain class: ``ray.remote(GeneratorActor)`` makes it an actor (its methods are async,
+so Ray runs it as an async actor and keeps taking requests while a batch runs in a thread), and
+tests can also drive it in-process with ``asyncio``.
+
+Example:
+    >>> import asyncio
+    >>> from trainer.generation import SamplingParams
+    >>> server = GeneratorActor("tiny-random")
+    >>> out = asyncio.run(server.generate([1, 2, 3], SamplingParams(max_new_tokens=2, seed=0)))
+    >>> len(out.token_ids)
+    2
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from trainer.generation import make_generator
+from trainer.generation.base import GenerationOutput, SamplingParams
+
+__all__ = ["GeneratorActor"]
+
+
+@dataclass
+class _Request:
+    prompt: list[int]
+    params: SamplingParams
+    future: asyncio.Future[GenerationOutput]
+
+
+class GeneratorActor:
+    """Loads ``model`` and serves :meth:`generate` requests in batches.
+
+    Args:
+        model: a name :func:`trainer.models.load_model` accepts.
+        backend: a :data:`trainer.generation.BACKENDS` name.
+        seed: seeds the model's initialisation (``tiny-random``) and the batches' sampling.
+        batch_wait_s: how long the first request of a batch waits for others to join it.
+        **backend_kwargs: passed to the backend (``max_batch_size``, ``dtype``, ...).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        backend: str = "continuous",
+        seed: int = 0,
+        batch_wait_s: float = 0.002,
+        **backend_kwargs: Any,
+    ) -> None:
+        from trainer.models import load_model
+
+        policy, self.tokenizer = load_model(model, seed=seed)
+        self.generator = make_generator(backend, policy, self.tokenizer, **backend_kwargs)
+        self.batch_wait_s = batch_wait_s
+        self.version = 0
+        self._seed = seed
+        self._queue: list[_Request] = []
+        self._arrived: asyncio.Event | None = None
+        self._server: asyncio.Task[None] | None = None
+        self._busy: asyncio.Lock | None = None
+        self.stats = {"requests": 0, "batches": 0, "cancelled": 0, "largest_batch": 0}
+
+    async def generate(self, prompt: list[int], params: SamplingParams) -> GenerationOutput:
+        """One reply to ``prompt``, sampled in a batch with the requests queued alongside."""
+        self._start_serving()
+        assert self._arrived is not None
+        future: asyncio.Future[GenerationOutput] = asyncio.get_running_loop().create_future()
+        request = _Request(list(prompt), params, future)
+        self._queue.append(request)
+        self.stats["requests"] += 1
+        self._arrived.set()
+        try:
+            return await future
+        except asyncio.CancelledError:
+            if request in self._queue:  # not started: it never runs
+                self._queue.remove(request)
+            self.stats["cancelled"] += 1
+            raise
+
+    async def update_weights(self, state_dict: Mapping[str, Any], version: int) -> int:
+        """Loads new weights between two batches; returns the version now served."""
+        self._start_serving()
+        assert self._busy is not None
+        async with self._busy:
+            await asyncio.to_thread(self.generator.update_weights, state_dict)
+            self.version = version
+        return self.version
+
+    async def get_stats(self) -> dict[str, int]:
+        """Requests served, batches run, requests cancelled, the largest batch."""
+        return {**self.stats, "version": self.version}
+
+    def _start_serving(self) -> None:
+        # one server task per event loop (Ray keeps one; each asyncio.run in a test is new)
+        loop = asyncio.get_running_loop()
+        if self._server is None or self._server.get_loop() is not loop:
+            self._queue.clear()
+            self._arrived, self._busy = asyncio.Event(), asyncio.Lock()
+            self._server = loop.create_task(self._serve())
+
+    async def _serve(self) -> None:
+        assert self._arrived is not None and self._busy is not None
+        while True:
+            await self._arrived.wait()
+            await asyncio.sleep(self.batch_wait_s)  # let the requests sent together gather
+            self._arrived.clear()
+            batch = [r for r in self._queue if not r.future.done()]
+            self._queue.clear()
+            # one generate call per set of sampling parameters (the seed aside)
+            by_params: dict[SamplingParams, list[_Request]] = {}
+            for request in batch:
+                by_params.setdefault(replace(request.params, seed=None), []).append(request)
+            for params, requests in by_params.items():
+                async with self._busy:
+                    self._seed += 1
+                    seeded = replace(params, seed=self._seed) if params.temperature > 0 else params
+                    try:
+                        outputs = await asyncio.to_thread(
+                            self.generator.generate, [r.prompt for r in requests], seeded
+                        )
+                    except Exception as error:  # every waiting caller gets it
+                        for request in requests:
+                            if not request.future.done():
+                                request.future.set_exception(error)
+                        continue
+                self.stats["batches"] += 1
+                self.stats["largest_batch"] = max(self.stats["largest_batch"], len(requests))
+                for request, output in zip(requests, outputs, strict=True):
+                    if not request.future.done():
+                        request.future.set_result(output)

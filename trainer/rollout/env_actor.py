@@ -1,0 +1,134 @@
+"""``EnvManagerActor``: a Ray actor playing up to K episodes at once, each on its own.
+
+It wraps an :class:`~trainer.rollout.env_manager.EnvManager` without a generator: every turn of
+every episode sends its one prompt to a :class:`~trainer.generation.actor.GeneratorActor`, so an
+episode waiting for a reply or for a slow env step never holds up the others. A finished
+episode's trajectory goes back at once, as the result of its :meth:`run_episode` call.
+
+Cut short:
+
+* past ``episode_timeout_s`` an episode ends with ``finish_reason="timeout"`` and what it played
+  is returned (the scheduler counts it);
+* a caller's ``ray.cancel`` (a straggler the scheduler no longer needs) ends it with
+  ``finish_reason="aborted"``, and the generation request it was waiting on is cancelled too.
+
+Like the generator actor it is a plain class; ``ray.remote(EnvManagerActor)`` makes the actor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import gymnasium as gym
+
+from trainer.generation.base import GenerationOutput, SamplingParams
+from trainer.rollout.env_manager import ContextMode, EnvManager
+from trainer.rollout.trajectory import Trajectory
+
+__all__ = ["EnvManagerActor"]
+
+
+class EnvManagerActor:
+    """Hosts ``max_envs`` envs of ``env_id`` and plays episodes against ``generator``.
+
+    Args:
+        env_id: a registered rollenv id.
+        tokenizer: the policy's tokenizer name (a :func:`trainer.models.load_tokenizer` name).
+        generator: a handle to a ``GeneratorActor`` (anything with ``generate.remote``).
+        max_envs: episodes played at once; more calls wait for a free env.
+        episode_timeout_s: an episode still running after this many seconds is cut.
+        sampling: sampling parameters of every reply.
+        env_kwargs, max_turns, context, window, max_context_tokens, wrap: as
+            :class:`EnvManager`.
+    """
+
+    def __init__(
+        self,
+        env_id: str,
+        tokenizer: str,
+        generator: Any,
+        *,
+        max_envs: int = 8,
+        episode_timeout_s: float | None = None,
+        sampling: SamplingParams | None = None,
+        env_kwargs: dict[str, Any] | None = None,
+        max_turns: int = 10,
+        context: ContextMode = "full",
+        window: int = 2,
+        max_context_tokens: int = 4096,
+        wrap: Callable[[gym.Env], gym.Env] | None = None,
+    ) -> None:
+        from trainer.models import load_tokenizer
+
+        self.manager = EnvManager(
+            env_id,
+            load_tokenizer(tokenizer),
+            None,
+            env_kwargs=env_kwargs,
+            group_size=1,
+            max_turns=max_turns,
+            context=context,
+            window=window,
+            sampling=sampling,
+            max_context_tokens=max_context_tokens,
+            wrap=wrap,
+        )
+        self.generator = generator
+        self.max_envs = max_envs
+        self.episode_timeout_s = episode_timeout_s
+        self._slots: asyncio.Semaphore | None = None
+        self.stats = {"episodes": 0, "timeouts": 0, "aborted": 0, "failed": 0, "running": 0}
+
+    async def run_episode(self, seed: int, group_id: int) -> Trajectory:
+        """Plays one episode from ``seed`` as a member of group ``group_id``."""
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self.max_envs)
+            # env steps run in threads: as many as there are envs, not asyncio's default 6-ish
+            asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(self.max_envs))
+        async with self._slots:
+            episode = await asyncio.to_thread(self.manager.start_episode, seed, group_id)
+            play = asyncio.ensure_future(
+                self.manager.play_episode(seed, group_id, self._generate, episode=episode)
+            )
+            self.stats["running"] += 1
+            try:
+                await asyncio.wait_for(asyncio.shield(play), self.episode_timeout_s)
+            except TimeoutError:
+                await _cancel(play)
+                self.stats["timeouts"] += 1
+                return self.manager.finish_episode(episode, "timeout")
+            except asyncio.CancelledError:
+                await _cancel(play)
+                self.stats["aborted"] += 1
+                self.manager.finish_episode(episode, "aborted")
+                raise
+            except Exception:
+                episode.env.close()  # not given back: the next episode gets a new env
+                self.stats["failed"] += 1
+                raise
+            finally:
+                self.stats["running"] -= 1
+            self.stats["episodes"] += 1
+            return play.result()
+
+    async def get_stats(self) -> dict[str, int]:
+        """Episodes finished, cut by the timeout, aborted, failed, and running now."""
+        return dict(self.stats)
+
+    async def _generate(self, prompt: list[int], params: SamplingParams) -> GenerationOutput:
+        reply = self.generator.generate.remote(prompt, params)
+        try:
+            return await reply
+        except asyncio.CancelledError:
+            import ray
+
+            ray.cancel(reply)
+            raise
+
+
+async def _cancel(task: asyncio.Future[Any]) -> None:
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
