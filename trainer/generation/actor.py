@@ -47,6 +47,8 @@ class GeneratorActor:
         backend: a :data:`trainer.generation.BACKENDS` name.
         seed: seeds the model's initialisation (``tiny-random``) and the batches' sampling.
         batch_wait_s: how long the first request of a batch waits for others to join it.
+        torch_threads: torch's intra-op threads in this process (Ray gives an actor 1 unless
+            told otherwise).
         **backend_kwargs: passed to the backend (``max_batch_size``, ``dtype``, ...).
     """
 
@@ -57,9 +59,15 @@ class GeneratorActor:
         backend: str = "continuous",
         seed: int = 0,
         batch_wait_s: float = 0.002,
+        torch_threads: int | None = None,
         **backend_kwargs: Any,
     ) -> None:
+        import torch
+
         from trainer.models import load_model
+
+        if torch_threads is not None:
+            torch.set_num_threads(torch_threads)
 
         policy, self.tokenizer = load_model(model, seed=seed)
         self.generator = make_generator(backend, policy, self.tokenizer, **backend_kwargs)

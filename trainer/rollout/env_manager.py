@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -72,6 +73,8 @@ class EnvManager:
         max_context_tokens: a full-context episode whose next prompt would be longer ends
             (``finish_reason="context"``).
         wrap: applied to every env made (e.g. a :class:`~rollenv.wrappers.Latency` wrapper).
+        step_threads: envs :meth:`rollout` steps at once, in threads (for slow envs: a turn
+            then waits for the slowest step, not for the sum of them).
     """
 
     def __init__(
@@ -88,6 +91,7 @@ class EnvManager:
         sampling: SamplingParams | None = None,
         max_context_tokens: int = 4096,
         wrap: Callable[[gym.Env], gym.Env] | None = None,
+        step_threads: int = 1,
     ):
         if context not in ("full", "window"):
             raise ValueError(f"context must be 'full' or 'window', got {context!r}")
@@ -103,6 +107,7 @@ class EnvManager:
         self.max_context_tokens = max_context_tokens
         self.chat = ChatTokens(tokenizer)
         self.wrap = wrap
+        self.step_threads = step_threads
         self._envs: list[ChatHistory] = []  # rollout()'s, one per episode of a call
         self._free: list[ChatHistory] = []  # play_episode()'s, not in use now
 
@@ -153,8 +158,13 @@ class EnvManager:
                 outputs = self.generator.generate(prompts, self._sampling_for_turn(turn))
             else:
                 outputs = [self._policy_reply(policies[id(e)], e) for e in running]
-            for episode, prompt, output in zip(running, prompts, outputs, strict=True):
-                self._record(episode, turn, prompt, output)
+            steps = [(e, turn, p, o) for e, p, o in zip(running, prompts, outputs, strict=True)]
+            if self.step_threads > 1:
+                with ThreadPoolExecutor(self.step_threads) as pool:
+                    list(pool.map(lambda args: self._record(*args), steps))
+            else:
+                for step in steps:
+                    self._record(*step)
         for episode in episodes:
             if not episode.done:
                 self._finish(episode, "max_turns")

@@ -115,3 +115,30 @@ def test_chat_tokens_close_a_cut_reply(tiny):
     after_cut = tokenizer.decode(chat.next_turn("obs", reply_ended_turn=False))
     assert after_cut == "<|im_end|>" + after_stop
     assert after_stop == "\n<|im_start|>user\nobs<|im_end|>\n<|im_start|>assistant\n"
+
+
+def test_stepping_envs_in_threads_plays_the_same_episodes(tiny):
+    serial, _ = _manager(tiny)
+    threaded, _ = _manager(tiny, step_threads=6)
+    expected, got = serial.rollout(seeds=[3, 4]), threaded.rollout(seeds=[3, 4])
+    assert [t.samples[0].token_ids for t in got] == [t.samples[0].token_ids for t in expected]
+    assert [[turn.reward for turn in t.turns] for t in got] == [
+        [turn.reward for turn in t.turns] for t in expected
+    ]
+
+
+def test_play_episode_plays_what_a_one_episode_rollout_plays(tiny):
+    import asyncio
+
+    manager, generator = _manager(tiny, group_size=1)
+    [expected] = manager.rollout(seeds=[8])
+
+    async def reply(prompt, params):
+        return generator.inner.generate([prompt], params)[0]
+
+    fresh, _ = _manager(tiny, group_size=1)
+    played = asyncio.run(fresh.play_episode(8, group_id=0, generate=reply))
+    assert played.seed == 8 and played.finish_reason == expected.finish_reason
+    assert played.samples[0].token_ids == expected.samples[0].token_ids
+    assert played.samples[0].logprobs == expected.samples[0].logprobs
+    assert [t.reward for t in played.turns] == [t.reward for t in expected.turns]
