@@ -43,7 +43,7 @@ from rollenv.wrappers import Latency
 from trainer.generation import ContinuousGenerator, SamplingParams
 from trainer.generation.actor import GeneratorActor
 from trainer.models import load_model
-from trainer.rollout.env_actor import EnvManagerActor
+from trainer.rollout.env_actor import launch_env_managers
 from trainer.rollout.env_manager import EnvManager
 from trainer.rollout.scheduler import RolloutScheduler
 
@@ -143,17 +143,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         server = ray.remote(num_cpus=0)(GeneratorActor).remote(
             args.model, torch_threads=torch.get_num_threads(), max_batch_size=64
         )
-        remote = ray.remote(num_cpus=2 / args.env_actors / 2)(EnvManagerActor)
         actors = [
-            remote.remote(
+            actor
+            for i in range(args.env_actors)
+            for actor in launch_env_managers(
+                1,
                 args.env,
                 args.model,
                 server,
+                num_cpus=1 / args.env_actors,
                 max_envs=args.envs_per_actor,
                 wrap=SlowEnvs(args.median_latency_s, args.sigma, args.p_end, seed=1 + i),
                 **options,
             )
-            for i in range(args.env_actors)
         ]
         scheduler = RolloutScheduler(actors, group_size=args.group_size)
         scheduler.rollout([seeds[0]])  # warm-up: actors and the model loaded

@@ -132,3 +132,30 @@ class EnvManagerActor:
 async def _cancel(task: asyncio.Future[Any]) -> None:
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
+
+
+def launch_env_managers(
+    count: int,
+    env_id: str,
+    tokenizer: str,
+    generator: Any,
+    *,
+    num_cpus: float = 0.25,
+    **options: Any,
+) -> list[Any]:
+    """Starts ``count`` ``EnvManagerActor`` actors on the connected Ray cluster.
+
+    Ray restarts an actor whose process dies (``max_restarts=-1``) and sends it again the calls
+    it was running (``max_task_retries=-1``), so those episodes are played again from their
+    seed. An episode that raised is retried by
+    :class:`~trainer.rollout.scheduler.RolloutScheduler` instead.
+
+    Args:
+        count: actors to start.
+        env_id, tokenizer, generator, **options: as :class:`EnvManagerActor`.
+        num_cpus: Ray CPUs each actor reserves (fractional: env actors mostly wait).
+    """
+    import ray
+
+    remote = ray.remote(num_cpus=num_cpus, max_restarts=-1, max_task_retries=-1)(EnvManagerActor)
+    return [remote.remote(env_id, tokenizer, generator, **options) for _ in range(count)]

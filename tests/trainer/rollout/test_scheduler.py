@@ -15,7 +15,7 @@ pytest.importorskip("torch")
 from rollenv.wrappers import Latency  # noqa: E402
 from trainer.generation.actor import GeneratorActor  # noqa: E402
 from trainer.generation.base import SamplingParams  # noqa: E402
-from trainer.rollout.env_actor import EnvManagerActor  # noqa: E402
+from trainer.rollout.env_actor import launch_env_managers  # noqa: E402
 from trainer.rollout.scheduler import EpisodeFailedError, RolloutScheduler  # noqa: E402
 
 SAMPLING = SamplingParams(max_new_tokens=6, temperature=1.0)
@@ -58,8 +58,7 @@ class FirstEnvFails:
 
 def _actors(generator, count=1, **kwargs):
     options = {"max_envs": 4, "max_turns": 3, "sampling": SAMPLING, **kwargs}
-    remote = ray.remote(num_cpus=0.25)(EnvManagerActor)
-    return [remote.remote("Sokoban-v0", "tiny-random", generator, **options) for _ in range(count)]
+    return launch_env_managers(count, "Sokoban-v0", "tiny-random", generator, **options)
 
 
 def _wait_for(predicate, timeout_s=30.0):
@@ -135,6 +134,21 @@ def test_an_episode_failing_every_try_is_reported(cluster):
     with pytest.raises(EpisodeFailedError, match=message):
         scheduler.rollout([4])
     assert scheduler.metrics["episodes_retried"] == 2
+    assert scheduler.pending_groups == 0
+
+
+def test_a_killed_env_actor_is_restarted_and_its_episodes_played_again(cluster):
+    [actor] = _actors(cluster, wrap=lambda env: Latency(env, delay_s=0.5))
+    scheduler = RolloutScheduler([actor], group_size=3, max_retries=0)
+    scheduler.submit(seed=2, group_id=0, version=0)
+    assert _wait_for(lambda: ray.get(actor.get_stats.remote())["running"] == 3)
+    ray.kill(actor, no_restart=False)
+    [group] = scheduler.collect(1, version=0)
+    assert len(group.trajectories) == 3
+    assert all(t.seed == 2 and t.finish_reason == "max_turns" for t in group.trajectories)
+    assert scheduler.metrics["episodes_finished"] == 3
+    # Ray sent the three calls again to the restarted actor, which played them from the start
+    assert ray.get(actor.get_stats.remote())["episodes"] == 3
     assert scheduler.pending_groups == 0
 
 
