@@ -19,6 +19,11 @@ Run (from the repository root)::
 
     python benchmarks/async_rollout.py --quick   # under 2 minutes
     python benchmarks/async_rollout.py
+    python benchmarks/async_rollout.py --redundancy 2   # groups of 4 start 6 episodes
+
+With ``--redundancy`` the asynchronous side starts extra episodes per group and keeps the first
+``--group-size`` to end (ROLL's redundant env rollouts): the ratio counts trajectories handed to
+training, not env work done.
 
 It prints a table, the ratio last, and writes JSON.
 """
@@ -97,6 +102,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--median-latency-s", type=float, default=0.2)
     parser.add_argument("--sigma", type=float, default=1.0, help="log-normal sigma of latency")
     parser.add_argument("--max-new-tokens", type=int, default=8)
+    parser.add_argument(
+        "--redundancy",
+        type=int,
+        default=0,
+        help="extra episodes per group for the asynchronous side (the slowest are aborted)",
+    )
     parser.add_argument("--quick", action="store_true", help="fewer groups, under 2 minutes")
     parser.add_argument(
         "--json", type=Path, default=REPO_ROOT / "benchmarks" / "results" / "async_rollout.json"
@@ -157,15 +168,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 **options,
             )
         ]
-        scheduler = RolloutScheduler(actors, group_size=args.group_size)
+        scheduler = RolloutScheduler(actors, group_size=args.group_size, redundancy=args.redundancy)
         scheduler.rollout([seeds[0]])  # warm-up: actors and the model loaded
         start = time.perf_counter()
         scheduler.rollout(seeds)
         async_s = time.perf_counter() - start
         served = ray.get(server.get_stats.remote())
+        aborted = scheduler.metrics["episodes_aborted"]
     finally:
         ray.shutdown()
-    print(f"  asynchronous: {async_s:.1f} s", flush=True)
+    print(f"  asynchronous: {async_s:.1f} s ({aborted} stragglers aborted)", flush=True)
 
     ratio = sync_s / async_s
     print_table(
@@ -183,6 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "synchronous_seconds": sync_s,
         "asynchronous_seconds": async_s,
         "generator_stats": served,
+        "episodes_aborted": aborted,
         "ratio": ratio,
         "goal": GOAL,
         "machine": machine_info(),
