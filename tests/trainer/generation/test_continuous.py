@@ -53,6 +53,33 @@ def _trainer_logprobs(model, tokenizer, sequences, masks, temperature):
     return logprobs
 
 
+def _oracle_sokoban_prompts(tokenizer):
+    """Every turn's prompt of 6 oracle SimpleSokoban episodes, in RL's full-context format."""
+    manager = EnvManager("SimpleSokoban-v0", tokenizer, None, group_size=1, max_turns=3)
+    prompts = []
+    for trajectory in manager.rollout([1, 2, 3, 4, 5, 6], policy=oracle_for):
+        [sample] = trajectory.samples
+        for turn in sorted({t for t in sample.turn_of_token if t >= 0}):
+            prompts.append(sample.token_ids[: sample.turn_of_token.index(turn)])
+    return prompts
+
+
+def _sampled_and_recomputed(generator, model, tokenizer, prompts):
+    """Per prompt: the log-probs ``generator`` reported for its sampled reply, and the
+    trainer's recomputation of them with ``model``."""
+    sampled = generator.generate(prompts, SamplingParams(max_new_tokens=8, seed=0))
+    sequences = [p + o.token_ids for p, o in zip(prompts, sampled, strict=True)]
+    masks = [
+        torch.tensor([0.0] * len(p) + [1.0] * len(o.token_ids))
+        for p, o in zip(prompts, sampled, strict=True)
+    ]
+    recomputed = _trainer_logprobs(model, tokenizer, sequences, masks, 1.0)
+    return [
+        (torch.tensor(out.logprobs), trainer[mask > 0])
+        for out, mask, trainer in zip(sampled, masks, recomputed, strict=True)
+    ]
+
+
 @pytest.mark.parametrize("max_batch_size", [16, 2, 1])
 def test_greedy_replies_are_the_reference_replies(tiny, max_batch_size):
     # with a batch of 2 or 1, requests wait and take the rows of those that finish
@@ -159,26 +186,13 @@ def test_the_real_model_matches_the_reference_and_the_trainer(smollm2):
     # SmolLM2-135M on Sokoban prompts in RL's format, oracle replies as earlier turns
     model, tokenizer = smollm2
     reference, fast = _pair(model, tokenizer, max_batch_size=4)
-    manager = EnvManager("SimpleSokoban-v0", tokenizer, None, group_size=1, max_turns=3)
-    trajectories = manager.rollout([1, 2, 3, 4, 5, 6], policy=oracle_for)
-    prompts = []
-    for trajectory in trajectories:
-        [sample] = trajectory.samples
-        for turn in sorted({t for t in sample.turn_of_token if t >= 0}):
-            prompts.append(sample.token_ids[: sample.turn_of_token.index(turn)])
+    prompts = _oracle_sokoban_prompts(tokenizer)
     greedy = SamplingParams(max_new_tokens=8, temperature=0.0)
     assert [o.token_ids for o in fast.generate(prompts, greedy)] == [
         o.token_ids for o in reference.generate(prompts, greedy)
     ]
-    sampled = fast.generate(prompts, SamplingParams(max_new_tokens=8, temperature=1.0, seed=0))
-    sequences = [p + o.token_ids for p, o in zip(prompts, sampled, strict=True)]
-    masks = [
-        torch.tensor([0.0] * len(p) + [1.0] * len(o.token_ids))
-        for p, o in zip(prompts, sampled, strict=True)
-    ]
-    recomputed = _trainer_logprobs(model, tokenizer, sequences, masks, 1.0)
-    for out, mask, trainer in zip(sampled, masks, recomputed, strict=True):
-        torch.testing.assert_close(torch.tensor(out.logprobs), trainer[mask > 0], atol=2e-3, rtol=0)
+    for sampled, trainer in _sampled_and_recomputed(fast, model, tokenizer, prompts):
+        torch.testing.assert_close(sampled, trainer, atol=2e-3, rtol=0)
 
 
 def test_bfloat16_weights_stay_close_to_the_float32_policy(smollm2):
@@ -190,12 +204,7 @@ def test_bfloat16_weights_stay_close_to_the_float32_policy(smollm2):
     fast = ContinuousGenerator(copy.deepcopy(model), tokenizer, max_batch_size=4, dtype="bfloat16")
     assert next(fast.model.model.layers.parameters()).dtype == torch.bfloat16
     assert fast.cache.keys[0].dtype == torch.bfloat16
-    manager = EnvManager("SimpleSokoban-v0", tokenizer, None, group_size=1, max_turns=3)
-    prompts = []
-    for trajectory in manager.rollout([1, 2, 3, 4, 5, 6], policy=oracle_for):
-        [sample] = trajectory.samples
-        for turn in sorted({t for t in sample.turn_of_token if t >= 0}):
-            prompts.append(sample.token_ids[: sample.turn_of_token.index(turn)])
+    prompts = _oracle_sokoban_prompts(tokenizer)
     greedy = SamplingParams(max_new_tokens=8, temperature=0.0)
     ours, theirs = fast.generate(prompts, greedy), reference.generate(prompts, greedy)
     same = 0
@@ -212,19 +221,8 @@ def test_bfloat16_weights_stay_close_to_the_float32_policy(smollm2):
         logprobs = logits.float().log_softmax(-1)
         assert logprobs[b.token_ids[at]] - logprobs[a.token_ids[at]] < 0.5
     assert same >= len(prompts) // 2
-    sampled = fast.generate(prompts, SamplingParams(max_new_tokens=8, temperature=1.0, seed=0))
-    sequences = [p + o.token_ids for p, o in zip(prompts, sampled, strict=True)]
-    masks = [
-        torch.tensor([0.0] * len(p) + [1.0] * len(o.token_ids))
-        for p, o in zip(prompts, sampled, strict=True)
-    ]
-    recomputed = _trainer_logprobs(model, tokenizer, sequences, masks, 1.0)
-    error = torch.cat(
-        [
-            torch.tensor(out.logprobs) - trainer[mask > 0]
-            for out, mask, trainer in zip(sampled, masks, recomputed, strict=True)
-        ]
-    ).abs()
+    pairs = _sampled_and_recomputed(fast, model, tokenizer, prompts)
+    error = torch.cat([sampled - trainer for sampled, trainer in pairs]).abs()
     assert error.mean() < 0.1
     assert error.max() < 1.0
 
