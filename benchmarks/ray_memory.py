@@ -1,0 +1,135 @@
+"""Memory of a local Ray cluster running env manager actors.
+
+Starts Ray on this machine (``ray.init``, as ``roll-agent`` does), launches ``--env-actors``
+``EnvManagerActor`` actors with ``--envs-per-actor`` envs each and one ``GeneratorActor`` with
+the tiny random model, plays one group per actor so every env exists, then sums the memory of
+every process the driver started (Ray's own services and its workers), by role. RSS counts a
+shared page once per process; PSS splits it between them, so PSS sums to what the machine holds.
+
+Run (from the repository root)::
+
+    python benchmarks/ray_memory.py
+
+It prints a table, the total against the goal (2.5 GB for Ray plus 8 env actors, the
+generator's process left out), and writes JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import psutil
+from provenance import library_versions, machine_info
+from table import print_table
+
+from trainer.generation import SamplingParams
+from trainer.generation.actor import GeneratorActor
+from trainer.rollout.env_actor import launch_env_managers
+from trainer.rollout.scheduler import RolloutScheduler
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+GOAL_GB = 2.5
+
+
+def process_memory() -> list[dict]:
+    """RSS and PSS of each process below this one, with a role from its command line."""
+    rows = []
+    for process in psutil.Process().children(recursive=True):
+        try:
+            info = process.memory_full_info()
+            command = " ".join(process.cmdline())
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        if "GeneratorActor" in command:
+            role = "generator actor"
+        elif "EnvManagerActor" in command:
+            role = "env manager actor"
+        elif "ray::" in command or "default_worker.py" in command:
+            role = "idle Ray worker"
+        else:
+            role = "Ray services"
+        rows.append({"pid": process.pid, "role": role, "rss": info.rss, "pss": info.pss})
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import ray
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--env-actors", type=int, default=8)
+    parser.add_argument("--envs-per-actor", type=int, default=8)
+    parser.add_argument("--env", default="Sokoban-v0")
+    parser.add_argument(
+        "--json", type=Path, default=REPO_ROOT / "benchmarks" / "results" / "ray_memory.json"
+    )
+    args = parser.parse_args(argv)
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        server = (
+            ray.remote(num_cpus=0)(GeneratorActor)
+            .options(name="GeneratorActor")
+            .remote("tiny-random")
+        )
+        actors = launch_env_managers(
+            args.env_actors,
+            args.env,
+            "tiny-random",
+            server,
+            num_cpus=1 / args.env_actors,
+            max_envs=args.envs_per_actor,
+            max_turns=2,
+            sampling=SamplingParams(max_new_tokens=4),
+        )
+        scheduler = RolloutScheduler(actors, group_size=args.envs_per_actor)
+        scheduler.rollout(list(range(args.env_actors)))  # every actor makes its envs
+        rows = process_memory()
+    finally:
+        ray.shutdown()
+
+    by_role: dict[str, dict[str, float]] = {}
+    for row in rows:
+        entry = by_role.setdefault(row["role"], {"processes": 0, "rss": 0, "pss": 0})
+        entry["processes"] += 1
+        entry["rss"] += row["rss"]
+        entry["pss"] += row["pss"]
+    without_generator = {k: v for k, v in by_role.items() if k != "generator actor"}
+    total_rss = sum(v["rss"] for v in without_generator.values()) / 1e9
+    total_pss = sum(v["pss"] for v in without_generator.values()) / 1e9
+    table = [
+        [role, str(v["processes"]), f"{v['rss'] / 1e9:.2f}", f"{v['pss'] / 1e9:.2f}"]
+        for role, v in sorted(by_role.items())
+    ]
+    table.append(["Ray + env actors (no generator)", "", f"{total_rss:.2f}", f"{total_pss:.2f}"])
+    print_table(
+        ["processes", "count", "RSS GB", "PSS GB"],
+        table,
+        f"Local Ray with {args.env_actors} env actors x {args.envs_per_actor} envs",
+        left_columns=1,
+    )
+    report = {
+        "env_actors": args.env_actors,
+        "envs_per_actor": args.envs_per_actor,
+        "by_role": by_role,
+        "total_rss_gb_without_generator": total_rss,
+        "total_pss_gb_without_generator": total_pss,
+        "goal_gb": GOAL_GB,
+        "machine": machine_info(),
+        "versions": library_versions(("rollenv", "ray", "torch")),
+    }
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"raw numbers: {args.json}")
+    verdict = "PASS" if total_rss < GOAL_GB else "FAIL"
+    print(
+        f"RSS of Ray + {args.env_actors} env actors: {total_rss:.2f} GB (goal < {GOAL_GB}): "
+        f"{verdict}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
