@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import random
 import time
 from collections.abc import Sequence
@@ -41,7 +40,7 @@ from typing import Any
 
 import gymnasium as gym
 import torch
-from provenance import library_versions, machine_info
+from provenance import write_report
 from table import print_table
 
 from rollenv.wrappers import Latency
@@ -198,12 +197,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "episodes_aborted": aborted,
         "ratio": ratio,
         "goal": GOAL,
-        "machine": machine_info(),
-        "versions": library_versions(("rollenv", "torch", "ray")),
     }
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"raw numbers: {args.json}")
+    write_report(args.json, report, ("rollenv", "torch", "ray"))
     print(f"ratio (goal >= {GOAL}x): {ratio:.2f}x {'PASS' if ratio >= GOAL else 'FAIL'}")
     return 0
 

@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 from collections.abc import Iterable
@@ -20,7 +21,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-__all__ = ["library_versions", "machine_info"]
+__all__ = ["library_versions", "machine_info", "write_report"]
 
 
 def library_versions(distributions: Iterable[str]) -> dict[str, str | None]:
@@ -49,3 +50,11 @@ def machine_info() -> dict[str, Any]:
         "implementation": platform.python_implementation(),
         "platform": platform.platform(),
     }
+
+
+def write_report(path: Path, report: dict[str, Any], libraries: Iterable[str]) -> None:
+    """Writes ``report`` as JSON to ``path`` with the machine and ``libraries``' versions."""
+    full = {**report, "machine": machine_info(), "versions": library_versions(libraries)}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(full, indent=2) + "\n")
+    print(f"raw numbers: {path}")

@@ -17,12 +17,11 @@ generator's process left out), and writes JSON.
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
 import psutil
-from provenance import library_versions, machine_info
+from provenance import write_report
 from table import print_table
 
 from trainer.generation import SamplingParams
@@ -117,12 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "total_rss_gb_without_generator": total_rss,
         "total_pss_gb_without_generator": total_pss,
         "goal_gb": GOAL_GB,
-        "machine": machine_info(),
-        "versions": library_versions(("rollenv", "ray", "torch")),
     }
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"raw numbers: {args.json}")
+    write_report(args.json, report, ("rollenv", "ray", "torch"))
     verdict = "PASS" if total_rss < GOAL_GB else "FAIL"
     print(
         f"RSS of Ray + {args.env_actors} env actors: {total_rss:.2f} GB (goal < {GOAL_GB}): "
