@@ -114,9 +114,12 @@ class EnvManagerActor:
             self.stats["episodes"] += 1
             return play.result()
 
-    async def get_stats(self) -> dict[str, int]:
-        """Episodes finished, cut by the timeout, aborted, failed, and running now."""
-        return dict(self.stats)
+    async def get_stats(self) -> dict[str, Any]:
+        """Episodes finished, cut by the timeout, aborted, failed, running now, and the Ray
+        node this actor runs on."""
+        import ray
+
+        return {**self.stats, "node_id": ray.get_runtime_context().get_node_id()}
 
     async def _generate(self, prompt: list[int], params: SamplingParams) -> GenerationOutput:
         reply = self.generator.generate.remote(prompt, params)
@@ -141,6 +144,7 @@ def launch_env_managers(
     generator: Any,
     *,
     num_cpus: float = 0.25,
+    actor_options: dict[str, Any] | None = None,
     **options: Any,
 ) -> list[Any]:
     """Starts ``count`` ``EnvManagerActor`` actors on the connected Ray cluster.
@@ -154,8 +158,11 @@ def launch_env_managers(
         count: actors to start.
         env_id, tokenizer, generator, **options: as :class:`EnvManagerActor`.
         num_cpus: Ray CPUs each actor reserves (fractional: env actors mostly wait).
+        actor_options: more Ray actor options, e.g. ``{"resources": {"env_node": 0.1}}`` or a
+            ``scheduling_strategy`` to place the actors on chosen nodes.
     """
     import ray
 
     remote = ray.remote(num_cpus=num_cpus, max_restarts=-1, max_task_retries=-1)(EnvManagerActor)
+    remote = remote.options(**(actor_options or {}))
     return [remote.remote(env_id, tokenizer, generator, **options) for _ in range(count)]
