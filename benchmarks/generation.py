@@ -19,7 +19,7 @@ Engines:
   computed in an earlier turn (or by another episode: the shared instruction) is not recomputed.
   Its cache starts empty in every repeat. It runs once per ``--dtypes`` entry: ``float32``
   (logits bit for bit the trainer's) and ``bfloat16`` weights (half the bytes per decode step,
-  AMX / AVX512-BF16 matmuls; attention and the cache stay float32; log-probs within a few
+  AMX / AVX512-BF16 matmuls; the cache is bfloat16 too; log-probs within a few
   hundredths of the trainer's, so RL with it recomputes them). The baseline stays HF
   ``generate`` in float32: ``--hf-bfloat16`` adds HF ``generate`` on a bfloat16 copy of the
   model, to show whether bfloat16 alone would have closed the gap.

@@ -128,12 +128,12 @@ class ContinuousGenerator:
         max_batch_size: most requests decoded together; more wait and start as others end.
         cache_rows: sequences whose keys and values are kept (running and idle); default
             ``2 * max_batch_size + 1``, so every running episode's previous turn stays cached.
-        dtype: the dtype of the weights and hidden states: ``None`` keeps the model's (float32:
-            logits bit for bit the model's); ``"bfloat16"`` halves the bytes each decode step
-            reads and runs the matmuls on AMX / AVX512-BF16 where the CPU has them. Rotary
-            embeddings, attention and the key/value cache stay float32. Its log-probs differ
-            from a float32 trainer's by a few hundredths, so train with
-            ``old_logprobs: recompute``.
+        dtype: the dtype of the weights, hidden states and key/value cache: ``None`` keeps the
+            model's (float32: logits bit for bit the model's); ``"bfloat16"`` halves the bytes
+            each decode step reads and runs the matmuls on AMX / AVX512-BF16 where the CPU has
+            them, while the rotary embedding, the norms' statistics and the softmax are still
+            computed in the model's dtype. Its log-probs differ from a float32 trainer's by a
+            few hundredths, so train with ``old_logprobs: recompute``.
 
     Raises:
         ValueError: the model's architecture or ``dtype`` is not supported.
@@ -165,9 +165,10 @@ class ContinuousGenerator:
         self.default_stop_token_ids = self._hf.default_stop_token_ids
         self.max_batch_size = max_batch_size
         config = model.config
-        self.attention_dtype = next(self.model.parameters()).dtype
-        self.dtype = _weights_dtype(dtype, self.attention_dtype)
-        if self.dtype != self.attention_dtype:
+        # the model's own dtype: the rotary embedding and the softmax are computed in it
+        self._float_dtype = next(self.model.parameters()).dtype
+        self.dtype = _weights_dtype(dtype, self._float_dtype)
+        if self.dtype != self._float_dtype:
             # not model.to(): that would round the rotary embedding's inv_freq buffer too
             decoder = self.model.model
             for module in (decoder.embed_tokens, decoder.layers, decoder.norm, model.lm_head):
@@ -336,9 +337,9 @@ class ContinuousGenerator:
         self.cache.write_tokens(row_of + first, positions, token_ids)
 
         hidden = self.model.model.embed_tokens(token_ids)  # (tokens, hidden)
-        attention_dtype = self.attention_dtype
+        float_dtype = self._float_dtype
         cos, sin = self.model.model.rotary_emb(
-            torch.empty(0, dtype=attention_dtype, device=device), positions[None]
+            torch.empty(0, dtype=float_dtype, device=device), positions[None]
         )
         cos, sin = cos[0, :, None], sin[0, :, None]  # (tokens, 1, head_dim): same for each head
         heads, kv_heads, head_dim = self._heads, self._kv_heads, self._head_dim
@@ -357,11 +358,11 @@ class ContinuousGenerator:
             # one query per row: attention is two small batched matmuls, with the query heads
             # of each key/value head side by side (no copy of the cache per query head)
             visible = torch.arange(span, device=device)[None, :] <= positions[:, None]
-            bias = torch.zeros(visible.shape, dtype=attention_dtype, device=device)
+            bias = torch.zeros(visible.shape, dtype=float_dtype, device=device)
             bias = bias.masked_fill(~visible, float("-inf"))[:, None, None, :]
         for index, layer in enumerate(self._layers):
             residual = hidden
-            qkv = self._qkv[index](layer.input_layernorm(hidden)).to(attention_dtype)
+            qkv = self._qkv[index](layer.input_layernorm(hidden)).to(float_dtype)
             qkv = qkv.view(-1, heads + 2 * kv_heads, head_dim)
             # rotary embedding of queries and keys at once: x * cos + rotate_half(x) * sin
             qk = qkv[:, : heads + kv_heads]

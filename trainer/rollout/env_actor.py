@@ -90,9 +90,7 @@ class EnvManagerActor:
             asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(self.max_envs))
         async with self._slots:
             episode = await asyncio.to_thread(self.manager.start_episode, seed, group_id)
-            play = asyncio.ensure_future(
-                self.manager.play_episode(seed, group_id, self._generate, episode=episode)
-            )
+            play = asyncio.ensure_future(self.manager.play_episode(episode, self._generate))
             self.stats["running"] += 1
             try:
                 await asyncio.wait_for(asyncio.shield(play), self.episode_timeout_s)

@@ -147,24 +147,27 @@ class EnvManager:
         ]
         policies = None if policy is None else {id(e): policy(e.env) for e in episodes}
 
-        for turn in range(self.max_turns):
-            running = [e for e in episodes if not e.done]
-            if not running:
-                break
-            prompts = [self._prompt(e) for e in running]
-            if policies is None:
-                if self.generator is None:
-                    raise ValueError("this EnvManager has no generator: pass a policy to rollout")
-                outputs = self.generator.generate(prompts, self._sampling_for_turn(turn))
-            else:
-                outputs = [self._policy_reply(policies[id(e)], e) for e in running]
-            steps = [(e, turn, p, o) for e, p, o in zip(running, prompts, outputs, strict=True)]
-            if self.step_threads > 1:
-                with ThreadPoolExecutor(self.step_threads) as pool:
-                    list(pool.map(lambda args: self._record(*args), steps))
-            else:
-                for step in steps:
-                    self._record(*step)
+        # a batch-level system steps every env at once and waits for the slowest
+        pool = ThreadPoolExecutor(self.step_threads) if self.step_threads > 1 else None
+        try:
+            for turn in range(self.max_turns):
+                running = [e for e in episodes if not e.done]
+                if not running:
+                    break
+                prompts = [self._prompt(e) for e in running]
+                if policies is None:
+                    if self.generator is None:
+                        raise ValueError(
+                            "this EnvManager has no generator: pass a policy to rollout"
+                        )
+                    outputs = self.generator.generate(prompts, self._sampling_for_turn(turn))
+                else:
+                    outputs = [self._policy_reply(policies[id(e)], e) for e in running]
+                steps = [(e, turn, p, o) for e, p, o in zip(running, prompts, outputs, strict=True)]
+                list((pool.map if pool else map)(lambda args: self._record(*args), steps))
+        finally:
+            if pool is not None:
+                pool.shutdown()
         for episode in episodes:
             if not episode.done:
                 self._finish(episode, "max_turns")
@@ -172,11 +175,8 @@ class EnvManager:
 
     async def play_episode(
         self,
-        seed: int,
-        group_id: int,
+        episode: _Episode,
         generate: Callable[[list[int], SamplingParams], Awaitable[GenerationOutput]],
-        *,
-        episode: _Episode | None = None,
     ) -> Trajectory:
         """Plays one episode on its own, awaiting ``generate(prompt, sampling)`` for each reply.
 
@@ -185,13 +185,10 @@ class EnvManager:
         worker thread, so a slow env does not hold up the other episodes.
 
         Args:
-            seed: the reset seed (the group's).
-            group_id: the group it belongs to.
+            episode: the reset episode, from :meth:`start_episode` (a caller that may have to
+                cut it short keeps it, to finish what was played with :meth:`finish_episode`).
             generate: an async function giving one reply to one prompt.
-            episode: the running state to play in, from :meth:`start_episode` (a caller that
-                may have to cut the episode short keeps it, to finish what was played).
         """
-        episode = episode or await asyncio.to_thread(self.start_episode, seed, group_id)
         for turn in range(self.max_turns):
             prompt = self._prompt(episode)
             output = await generate(prompt, self._sampling_for_turn(turn))

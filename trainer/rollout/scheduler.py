@@ -151,7 +151,8 @@ class RolloutScheduler:
         self._groups.clear()
 
     def _start_episode(self, group: Group, tries: int, avoid: int | None = None) -> None:
-        candidates = [i for i in range(len(self.env_actors)) if i != avoid] or [avoid or 0]
+        everyone = range(len(self.env_actors))
+        candidates = [i for i in everyone if i != avoid] or list(everyone)
         actor = min(candidates, key=lambda i: self._load[i])
         ref = self.env_actors[actor].run_episode.remote(group.seed, group.group_id)
         group.running[ref] = tries

@@ -137,7 +137,7 @@ def test_play_episode_plays_what_a_one_episode_rollout_plays(tiny):
         return generator.inner.generate([prompt], params)[0]
 
     fresh, _ = _manager(tiny, group_size=1)
-    played = asyncio.run(fresh.play_episode(8, group_id=0, generate=reply))
+    played = asyncio.run(fresh.play_episode(fresh.start_episode(8, group_id=0), reply))
     assert played.seed == 8 and played.finish_reason == expected.finish_reason
     assert played.samples[0].token_ids == expected.samples[0].token_ids
     assert played.samples[0].logprobs == expected.samples[0].logprobs
