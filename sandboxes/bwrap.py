@@ -1,0 +1,184 @@
+"""``BwrapBackend``: Debian's bubblewrap, the default backend on Linux.
+
+Each run gets every namespace unshared (user, PID, network, IPC, UTS, mount, cgroup: no network
+at all, not even loopback to the host), a root that holds only ``/usr`` (read-only), a fresh
+``/proc`` and ``/dev``, and a private tmpfs work dir ``/sandbox`` that is the only writable
+place. Nothing of the host's ``/etc``, ``/tmp``, ``/root`` or ``/home`` is visible. Inside,
+``prlimit`` caps CPU time, address space, processes and file size before the program starts.
+
+Run as root, bubblewrap keeps root's power over bind-mounted host files even with
+``--uid 65534`` (the new user namespace maps that uid back to root), so this backend first
+drops the real uid of bubblewrap itself to an unused one from ``UID_RANGE``, a different one
+for each concurrent run, which also makes the process limit count that run alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import threading
+
+from sandboxes.errors import SandboxUnavailableError
+from sandboxes.limits import Limits
+from sandboxes.local import LocalBackend, Prepared
+
+#: uids handed to concurrent runs when we are root; none of them should own any file
+UID_RANGE = range(61000, 61256)
+WORK_DIR = "/sandbox"
+INSTALL_HINT = (
+    "the 'bwrap' sandbox backend needs bubblewrap: install it with "
+    "`apt-get install -y bubblewrap` (Debian/Ubuntu) or `dnf install bubblewrap` (Fedora), "
+    "or choose another backend: backend='docker' (needs a Docker engine and "
+    '`pip install "rollenv[docker]"`)'
+)
+
+
+class _UidLease:
+    """Hands out distinct uids from ``UID_RANGE`` to runs that overlap in time."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._free = list(UID_RANGE)[::-1]
+
+    def take(self) -> int:
+        with self._lock:
+            if not self._free:
+                raise SandboxUnavailableError(
+                    f"more than {len(UID_RANGE)} bwrap sandboxes at once; use fewer workers"
+                )
+            return self._free.pop()
+
+    def give(self, uid: int) -> None:
+        with self._lock:
+            self._free.append(uid)
+
+
+_LEASE = _UidLease()
+
+
+def _processes_of(uid: int) -> int:
+    count = 0
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                count += entry.stat().st_uid == uid
+    return count
+
+
+class BwrapBackend(LocalBackend):
+    """Runs programs in bubblewrap sandboxes.
+
+    Args:
+        python: interpreter for Python programs; it must live under ``/usr`` or a folder the
+            sandbox user can read (defaults to the system ``python3``).
+        bwrap: path of the bubblewrap binary; found on ``PATH`` by default.
+
+    Raises:
+        SandboxUnavailableError: bubblewrap is not installed (the message says how to install it).
+
+    Example:
+        >>> backend = BwrapBackend()  # doctest: +SKIP
+        >>> backend.run("print(6 * 7)").stdout  # doctest: +SKIP
+        '42\\n'
+    """
+
+    name = "bwrap"
+
+    def __init__(self, python: str | None = None, bwrap: str | None = None) -> None:
+        if not sys.platform.startswith("linux"):
+            raise SandboxUnavailableError(
+                "the 'bwrap' backend needs Linux; use backend='docker' on this system"
+            )
+        found = bwrap or shutil.which("bwrap")
+        if found is None:
+            raise SandboxUnavailableError(INSTALL_HINT)
+        self.bwrap = found
+        self.prlimit = shutil.which("prlimit") or "/usr/bin/prlimit"
+        super().__init__(python)
+
+    def _prepare(self, argv: list[str], files: dict[str, bytes], limits: Limits) -> Prepared:
+        uid = _LEASE.take() if os.geteuid() == 0 else None
+        prepared = Prepared(argv=[], env={"PATH": "/usr/bin:/bin"}, cwd="/", user=uid)
+        if uid is not None:
+            prepared.cleanups.append(lambda: _LEASE.give(uid))
+            nproc = limits.max_processes
+        else:
+            nproc = _processes_of(os.getuid()) + limits.max_processes
+        try:
+            prepared.argv = self._command(argv, files, limits, nproc, prepared)
+        except BaseException:
+            prepared.release()
+            raise
+        return prepared
+
+    def _command(
+        self,
+        argv: list[str],
+        files: dict[str, bytes],
+        limits: Limits,
+        nproc: int,
+        prepared: Prepared,
+    ) -> list[str]:
+        cmd = [
+            self.bwrap,
+            "--unshare-all",
+            "--unshare-user",
+            "--disable-userns",
+            "--die-with-parent",
+            "--new-session",
+            "--hostname",
+            "sandbox",
+            "--ro-bind",
+            "/usr",
+            "/usr",
+        ]
+        for link in ("bin", "lib", "lib64", "sbin"):
+            target = os.path.join("/", link)
+            if os.path.islink(target):
+                cmd += ["--symlink", os.readlink(target), target]
+            elif os.path.isdir(target):
+                cmd += ["--ro-bind", target, target]
+        prefix = os.path.dirname(os.path.dirname(os.path.realpath(self.python)))
+        if not prefix.startswith("/usr"):
+            cmd += ["--ro-bind", prefix, prefix]
+        cmd += ["--proc", "/proc", "--dev", "/dev"]
+        cmd += ["--size", str(limits.memory_mb << 20), "--tmpfs", WORK_DIR]
+        made = {WORK_DIR}
+        fds = []
+        for name, content in files.items():
+            parent = WORK_DIR
+            for part in name.split("/")[:-1]:
+                parent = f"{parent}/{part}"
+                if parent not in made:
+                    made.add(parent)
+                    cmd += ["--dir", parent]
+            fd = os.memfd_create(f"sandbox-{os.path.basename(name)}", os.MFD_CLOEXEC)
+            fds.append(fd)
+            prepared.pass_fds = tuple(fds)
+            os.write(fd, content)
+            os.lseek(fd, 0, os.SEEK_SET)
+            cmd += ["--file", str(fd), f"{WORK_DIR}/{name}"]
+        cmd += ["--remount-ro", "/", "--chdir", WORK_DIR, "--clearenv"]
+        for key, value in {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "HOME": WORK_DIR,
+            "TMPDIR": WORK_DIR,
+            "LANG": "C.UTF-8",
+            "PYTHONIOENCODING": "utf-8",
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }.items():
+            cmd += ["--setenv", key, value]
+        cmd += [
+            self.prlimit,
+            f"--cpu={limits.cpu_seconds}",
+            f"--as={limits.memory_mb << 20}",
+            f"--nproc={nproc}",
+            f"--fsize={limits.max_file_mb << 20}",
+            "--core=0",
+            "--nofile=256",
+            "--",
+            *argv,
+        ]
+        return cmd
