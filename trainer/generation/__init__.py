@@ -17,8 +17,6 @@ import importlib
 from typing import Any
 
 from trainer.generation.base import GenerationOutput, Generator, SamplingParams
-from trainer.generation.continuous import ContinuousGenerator
-from trainer.generation.hf import HFGenerator
 
 __all__ = [
     "BACKENDS",
@@ -62,3 +60,13 @@ def make_generator(backend: str, model: Any, tokenizer: Any, **kwargs: Any) -> G
     module_name, _, class_name = target.partition(":")
     cls = getattr(importlib.import_module(module_name), class_name)
     return cls(model, tokenizer, **kwargs)
+
+
+def __getattr__(name: str) -> Any:
+    # the engines import torch and transformers only when used: env manager actors import
+    # trainer.generation.base and must stay light
+    for backend in BACKENDS.values():
+        module_name, _, class_name = backend.partition(":")
+        if name == class_name:
+            return getattr(importlib.import_module(module_name), class_name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

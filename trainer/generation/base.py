@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
-import torch
+if TYPE_CHECKING:  # env manager actors import this module and never need torch
+    import torch
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,11 @@ reply, and tokenises only the new user turn.
 
 from __future__ import annotations
 
-from transformers import PreTrainedTokenizerBase
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
 
 Message = dict[str, str]
 _PLACEHOLDER = "\x00rollenv-reply\x00"

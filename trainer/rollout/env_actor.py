@@ -26,6 +26,7 @@ import gymnasium as gym
 
 from trainer.generation.base import GenerationOutput, SamplingParams
 from trainer.rollout.env_manager import ContextMode, EnvManager
+from trainer.rollout.portable_tokenizer import PortableTokenizer
 from trainer.rollout.trajectory import Trajectory
 
 __all__ = ["EnvManagerActor"]
@@ -36,7 +37,8 @@ class EnvManagerActor:
 
     Args:
         env_id: a registered rollenv id.
-        tokenizer: the policy's tokenizer name (a :func:`trainer.models.load_tokenizer` name).
+        tokenizer: the policy's tokenizer: a :class:`PortableTokenizer` (no torch in this
+            process) or a :func:`trainer.models.load_tokenizer` name (imports torch).
         generator: a handle to a ``GeneratorActor`` (anything with ``generate.remote``).
         max_envs: episodes played at once; more calls wait for a free env.
         episode_timeout_s: an episode still running after this many seconds is cut.
@@ -48,7 +50,7 @@ class EnvManagerActor:
     def __init__(
         self,
         env_id: str,
-        tokenizer: str,
+        tokenizer: PortableTokenizer | str,
         generator: Any,
         *,
         max_envs: int = 8,
@@ -61,11 +63,13 @@ class EnvManagerActor:
         max_context_tokens: int = 4096,
         wrap: Callable[[gym.Env], gym.Env] | None = None,
     ) -> None:
-        from trainer.models import load_tokenizer
+        if isinstance(tokenizer, str):
+            from trainer.models import load_tokenizer
 
+            tokenizer = load_tokenizer(tokenizer)
         self.manager = EnvManager(
             env_id,
-            load_tokenizer(tokenizer),
+            tokenizer,
             None,
             env_kwargs=env_kwargs,
             group_size=1,
@@ -138,7 +142,7 @@ async def _cancel(task: asyncio.Future[Any]) -> None:
 def launch_env_managers(
     count: int,
     env_id: str,
-    tokenizer: str,
+    tokenizer: Any,
     generator: Any,
     *,
     num_cpus: float = 0.25,
@@ -154,13 +158,22 @@ def launch_env_managers(
 
     Args:
         count: actors to start.
-        env_id, tokenizer, generator, **options: as :class:`EnvManagerActor`.
+        env_id, generator, **options: as :class:`EnvManagerActor`.
+        tokenizer: a tokenizer name, a ``transformers`` fast tokenizer or a
+            :class:`PortableTokenizer`; the actors get the portable copy, so they never
+            import torch.
         num_cpus: Ray CPUs each actor reserves (fractional: env actors mostly wait).
         actor_options: more Ray actor options, e.g. ``{"resources": {"env_node": 0.1}}`` or a
             ``scheduling_strategy`` to place the actors on chosen nodes.
     """
     import ray
 
+    if not isinstance(tokenizer, PortableTokenizer):
+        if isinstance(tokenizer, str):
+            from trainer.models import load_tokenizer
+
+            tokenizer = load_tokenizer(tokenizer)
+        tokenizer = PortableTokenizer.from_hf(tokenizer)
     remote = ray.remote(num_cpus=num_cpus, max_restarts=-1, max_task_retries=-1)(EnvManagerActor)
     remote = remote.options(**(actor_options or {}))
     return [remote.remote(env_id, tokenizer, generator, **options) for _ in range(count)]

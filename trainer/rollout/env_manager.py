@@ -27,10 +27,9 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import gymnasium as gym
-from transformers import PreTrainedTokenizerBase
 
 import rollenv
 from rollenv.policies import Policy
@@ -38,6 +37,9 @@ from rollenv.wrappers import ChatHistory
 from trainer.generation.base import GenerationOutput, Generator, SamplingParams
 from trainer.rollout.chat_tokens import ChatTokens
 from trainer.rollout.trajectory import Sample, Trajectory, Turn
+
+if TYPE_CHECKING:  # a PortableTokenizer does as well, and keeps torch out of env actors
+    from transformers import PreTrainedTokenizerBase
 
 ContextMode = Literal["full", "window"]
 
