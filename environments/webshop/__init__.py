@@ -1,0 +1,34 @@
+"""WebShop (Yao et al., 2022): shop for what an instruction asks, offline, many envs a process.
+
+Ids:
+    ``WebShop-v0``: text pages, in process, no server (1,000 generated products).
+    ``WebShopHTML-v0``: the same pages served by a real web server on 127.0.0.1 and read by
+    a headless Chromium through Playwright (needs ``pip install "rollenv[webshop]"`` and
+    Debian's ``chromium``).
+
+Both take ``num_products``, ``catalog_seed`` or ``data_path`` (a folder with WebShop's own files)
+as keyword arguments of ``rollenv.make``. Importing this package imports no optional dependency.
+"""
+
+from __future__ import annotations
+
+import rollenv
+
+MAX_TURNS = 15
+
+VARIANTS: dict[str, tuple[str, str]] = {
+    "WebShop-v0": (
+        "environments.webshop.env:WebShopEnv",
+        "WebShop in text, in process (1,000 generated products)",
+    ),
+    "WebShopHTML-v0": (
+        "environments.webshop.browser_env:WebShopHTMLEnv",
+        "WebShop served over HTTP and read by headless Chromium (Playwright)",
+    ),
+}
+
+
+def register() -> None:
+    """Registers the WebShop ids with rollenv (the ``rollenv.envs`` entry point)."""
+    for env_id, (entry_point, description) in VARIANTS.items():
+        rollenv.register(env_id, entry_point, max_episode_steps=MAX_TURNS, description=description)
