@@ -14,11 +14,14 @@ for each concurrent run, which also makes the process limit count that run alone
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
+import signal
 import shutil
 import sys
 import threading
+import time
 
 from sandboxes.errors import SandboxUnavailableError
 from sandboxes.limits import Limits
@@ -40,7 +43,9 @@ class _UidLease:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._free = list(UID_RANGE)[::-1]
+        # first in, first out: a uid comes back into use as late as possible, after the
+        # host's init has reaped the last zombies of its previous run
+        self._free = collections.deque(UID_RANGE)
 
     def take(self) -> int:
         with self._lock:
@@ -48,7 +53,7 @@ class _UidLease:
                 raise SandboxUnavailableError(
                     f"more than {len(UID_RANGE)} bwrap sandboxes at once; use fewer workers"
                 )
-            return self._free.pop()
+            return self._free.popleft()
 
     def give(self, uid: int) -> None:
         with self._lock:
@@ -65,6 +70,33 @@ def _processes_of(uid: int) -> int:
             with contextlib.suppress(OSError):
                 count += entry.stat().st_uid == uid
     return count
+
+
+def _is_zombie(pid: str) -> bool:
+    with open(f"/proc/{pid}/stat", "rb") as handle:
+        return handle.read().rsplit(b")", 1)[-1].split()[0] in (b"Z", b"X")
+
+
+def kill_uid(uid: int, wait_s: float = 10.0) -> None:
+    """SIGKILLs every process of ``uid`` and waits (up to ``wait_s``) until they are gone.
+
+    The PID namespace dies with bubblewrap, but the kernel tears it down asynchronously; the
+    uid goes back to the lease only once nothing of the run is left.
+    """
+    deadline = time.monotonic() + wait_s
+    while True:
+        pids = []
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit():
+                with contextlib.suppress(OSError):
+                    if entry.stat().st_uid == uid and not _is_zombie(entry.name):
+                        pids.append(int(entry.name))
+        if not pids or time.monotonic() > deadline:
+            return
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.005)
 
 
 class BwrapBackend(LocalBackend):
@@ -103,6 +135,8 @@ class BwrapBackend(LocalBackend):
         prepared = Prepared(argv=[], env={"PATH": "/usr/bin:/bin"}, cwd="/", user=uid)
         if uid is not None:
             prepared.cleanups.append(lambda: _LEASE.give(uid))
+            # every process of the leased uid belongs to this run: none outlives it
+            prepared.cleanups.append(lambda: kill_uid(uid))
             nproc = limits.max_processes
         else:
             nproc = _processes_of(os.getuid()) + limits.max_processes

@@ -1,0 +1,106 @@
+"""The public API: run, Session, Pool, backend choice and its errors."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import sandboxes
+from sandboxes import Limits, Pool, SandboxUnavailableError, Session
+
+
+def test_run_feeds_stdin_and_files(bwrap):
+    result = sandboxes.run(
+        "import sys\nprint(open('data/in.txt').read() + sys.stdin.read())",
+        stdin="world",
+        files={"data/in.txt": "hello "},
+        backend=bwrap,
+    )
+    assert result.ok and result.stdout == "hello world\n"
+
+
+def test_run_reports_failures_instead_of_raising(bwrap):
+    result = sandboxes.run("raise SystemExit(3)", backend=bwrap)
+    assert result.exit_code == 3 and not result.ok
+    shell = sandboxes.run("echo $((6 * 7)); exit 2", language="bash", backend=bwrap)
+    assert shell.stdout == "42\n" and shell.exit_code == 2
+
+
+def test_file_names_must_stay_in_the_work_dir(bwrap):
+    with pytest.raises(ValueError, match="inside the work dir"):
+        sandboxes.run("pass", files={"../escape": "x"}, backend=bwrap)
+
+
+def test_session_keeps_state_and_restarts_after_a_timeout(bwrap):
+    with Session(bwrap, timeout_s=1.0) as session:
+        assert session.run("x = 20").ok
+        assert session.run("x + 22").stdout == "42\n"
+        error = session.run("undefined_name")
+        assert error.exit_code == 1 and "NameError" in error.stderr
+        assert "Traceback" in error.stderr and ".repl_driver" not in error.stderr
+        stuck = session.run("while True: pass")
+        assert stuck.timed_out and not session.alive
+        after = session.run("'x' in globals()")
+        assert after.stdout == "False\n" and session.restarts == 1
+
+
+def test_pool_runs_in_parallel_and_keeps_order(bwrap):
+    codes = [f"import time\ntime.sleep(0.5)\nprint({i})" for i in range(4)]
+    with Pool(workers=4, backend=bwrap) as pool:
+        start = time.monotonic()
+        results = list(pool.map(codes))
+        elapsed = time.monotonic() - start
+    assert [r.stdout for r in results] == [f"{i}\n" for i in range(4)]
+    # four half-second sleeps, run side by side (sequentially they would take 2 s)
+    assert elapsed < 1.5
+
+
+def test_missing_bwrap_says_how_to_install_it(monkeypatch):
+    from sandboxes.bwrap import BwrapBackend
+
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(SandboxUnavailableError, match="apt-get install -y bubblewrap"):
+        BwrapBackend()
+
+
+def test_unknown_backend_lists_the_known_ones():
+    with pytest.raises(SandboxUnavailableError, match="bwrap, docker, subprocess"):
+        sandboxes.run("pass", backend="firejail")
+
+
+def test_subprocess_backend_warns_and_runs():
+    from sandboxes.subprocess_backend import SubprocessBackend
+
+    with pytest.warns(UserWarning, match="does not isolate"):
+        backend = SubprocessBackend()
+    result = backend.run("print(input())", stdin="hi", limits=Limits(timeout_s=5))
+    assert result.stdout == "hi\n"
+    slow = backend.run("while True: pass", limits=Limits(timeout_s=0.5))
+    assert slow.timed_out
+
+
+def _docker_backend():
+    try:
+        from sandboxes.docker_backend import DockerBackend
+
+        return DockerBackend()
+    except SandboxUnavailableError as error:
+        pytest.skip(f"docker backend unavailable here: {error}")
+
+
+def test_docker_backend_runs_without_network():
+    backend = _docker_backend()
+    result = backend.run(
+        "import socket\ntry:\n    socket.create_connection(('1.1.1.1', 53), 2)\n"
+        "    print('CONNECTED')\nexcept OSError:\n    print('BLOCKED')"
+    )
+    assert result.stdout == "BLOCKED\n"
+    assert backend.run("x = bytearray(2 * 1024**3)", limits=Limits(memory_mb=128)).oom_killed
+
+
+def test_docker_session_keeps_state():
+    backend = _docker_backend()
+    with Session(backend) as session:
+        session.run("x = 41")
+        assert session.run("x + 1").stdout == "42\n"

@@ -1,0 +1,281 @@
+"""Attacks run in the bwrap sandbox; each asserts from the host that it was contained."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+
+from sandboxes import Limits
+from sandboxes.bwrap import UID_RANGE
+
+SLACK_S = 1.5
+
+
+def _processes_matching(marker: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                    if marker.encode() in handle.read():
+                        found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+def _sandbox_uid_processes() -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as handle:
+                    state = handle.read().rsplit(b")", 1)[-1].split()[0]
+                # a zombie is dead already, waiting for the host's init to reap it
+                if os.stat(f"/proc/{entry}").st_uid in UID_RANGE and state not in b"ZX":
+                    found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+@pytest.fixture
+def host_secrets(tmp_path):
+    """Secret files in the host's /root and /tmp, readable by root only."""
+    token, name = secrets.token_hex(16), secrets.token_hex(8)
+    paths = [f"/root/.rollenv-test-secret-{name}", f"/tmp/rollenv-test-secret-{name}"]
+    for path in paths:
+        with open(path, "w") as handle:
+            handle.write(token)
+        os.chmod(path, 0o600)
+    yield token, paths
+    for path in paths:
+        os.unlink(path)
+
+
+READ_ATTEMPT = """
+import sys
+for path in sys.argv[1:] if len(sys.argv) > 1 else PATHS:
+    try:
+        with open(path) as handle:
+            print("LEAKED", path, handle.read())
+    except OSError as error:
+        print("DENIED", path, type(error).__name__)
+"""
+
+
+def test_host_files_cannot_be_read(bwrap, host_secrets):
+    token, paths = host_secrets
+    # our own environ, through the sandbox's /proc: a different PID namespace has no such pid
+    targets = ["/etc/shadow", "/etc/passwd", f"/proc/{os.getpid()}/environ", *paths]
+    code = f"PATHS = {targets!r}\n" + READ_ATTEMPT
+    result = bwrap.run(code)
+    assert result.exit_code == 0, result.stderr
+    assert "LEAKED" not in result.stdout
+    assert token not in result.stdout + result.stderr
+    assert result.stdout.count("DENIED") == len(targets)
+    # the host can read them: the files were there to be stolen
+    assert all(open(path).read() == token for path in paths)
+
+
+def test_writes_outside_the_work_dir_fail(bwrap, tmp_path):
+    host_target = tmp_path / "written-by-sandbox"
+    targets = ["/usr/pwned", "/pwned", "/tmp/pwned", "/root/pwned", "/proc/pwned", str(host_target)]
+    code = f"""
+for path in {targets!r}:
+    try:
+        with open(path, "w") as handle:
+            handle.write("x")
+        print("WROTE", path)
+    except OSError as error:
+        print("DENIED", path)
+with open("inside.txt", "w") as handle:
+    handle.write("ok")
+print("WORKDIR", open("inside.txt").read())
+"""
+    result = bwrap.run(code)
+    assert "WROTE" not in result.stdout
+    assert result.stdout.count("DENIED") == len(targets)
+    assert "WORKDIR ok" in result.stdout
+    assert not host_target.exists()
+    assert not os.path.exists("/usr/pwned") and not os.path.exists("/pwned")
+
+
+def test_no_network_not_even_loopback(bwrap):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    port = server.getsockname()[1]
+    try:
+        # control: the server is reachable from the host
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+        code = f"""
+import socket
+for host, port in [("127.0.0.1", {port}), ("10.0.0.1", 80), ("1.1.1.1", 53)]:
+    try:
+        socket.create_connection((host, port), timeout=2).close()
+        print("CONNECTED", host)
+    except OSError as error:
+        print("BLOCKED", host, error)
+try:
+    socket.getaddrinfo("pypi.org", 443)
+    print("RESOLVED")
+except OSError:
+    print("BLOCKED dns")
+"""
+        result = bwrap.run(code)
+        assert "CONNECTED" not in result.stdout and "RESOLVED" not in result.stdout
+        assert result.stdout.count("BLOCKED") == 4
+        server.settimeout(0.2)
+        # the one connection the server saw is the host's control, none from the sandbox
+        server.accept()[0].close()
+        with pytest.raises(TimeoutError):
+            server.accept()
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize(
+    "language, bomb",
+    [
+        (
+            "python",
+            "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n",
+        ),
+        ("bash", ":(){ :|:& };:\nwait\nsleep 30\n"),
+    ],
+)
+def test_fork_bomb_is_capped_and_the_run_returns(bwrap, language, bomb):
+    limits = Limits(timeout_s=2.0, max_processes=32)
+    start = time.monotonic()
+    result = bwrap.run(bomb, language=language, limits=limits)
+    elapsed = time.monotonic() - start
+    assert elapsed < limits.timeout_s + SLACK_S
+    assert result.timed_out  # it spun at the process limit until the deadline killed it
+    if language == "bash":
+        assert "Resource temporarily unavailable" in result.stderr  # bash met the limit
+    assert _sandbox_uid_processes() == []
+    # the host can still start processes
+    assert subprocess.run(["true"]).returncode == 0
+
+
+def test_fork_bomb_hits_the_process_limit(bwrap):
+    code = """
+import os, time
+children = 0
+while True:
+    try:
+        pid = os.fork()
+    except OSError as error:
+        print("LIMIT", children, error.errno)
+        break
+    if pid == 0:
+        time.sleep(30)
+        os._exit(0)
+    children += 1
+"""
+    result = bwrap.run(code, limits=Limits(timeout_s=5.0, max_processes=16))
+    assert result.stdout.startswith("LIMIT"), result
+    assert int(result.stdout.split()[1]) < 16
+    assert _sandbox_uid_processes() == []
+
+
+@pytest.mark.parametrize(
+    "bomb",
+    [
+        "x = bytearray(4 * 1024 ** 3)",
+        "chunks = []\nwhile True:\n    chunks.append(bytearray(50 * 1024 ** 2))",
+    ],
+)
+def test_memory_bomb_is_oom(bwrap, bomb):
+    result = bwrap.run(bomb, limits=Limits(timeout_s=10.0, memory_mb=256))
+    assert result.oom_killed
+    assert result.exit_code != 0
+    assert not result.timed_out
+
+
+def test_infinite_loop_times_out_at_the_deadline(bwrap):
+    start = time.monotonic()
+    result = bwrap.run("while True:\n    pass", limits=Limits(timeout_s=1.0))
+    elapsed = time.monotonic() - start
+    assert result.timed_out
+    assert 1.0 <= elapsed < 1.0 + SLACK_S
+    assert _sandbox_uid_processes() == []
+
+
+def test_huge_output_is_truncated_at_the_limit(bwrap):
+    code = "import sys\nfor _ in range(100):\n    sys.stdout.write('x' * (1024 * 1024))\n"
+    limit = 256 * 1024
+    result = bwrap.run(code, limits=Limits(timeout_s=20.0, max_output_bytes=limit))
+    assert result.output_truncated
+    assert len(result.stdout) + len(result.stderr) <= limit
+    assert result.stdout == "x" * len(result.stdout) and len(result.stdout) > limit // 2
+
+
+@pytest.mark.parametrize("main_ends", ["exits", "loops"])
+def test_sleeping_children_die_with_the_run(bwrap, main_ends):
+    marker = f"1000.{secrets.randbelow(10**9):09d}"
+    tail = "" if main_ends == "exits" else "while True:\n    pass\n"
+    code = f"""
+import subprocess, os
+for _ in range(3):
+    subprocess.Popen(["sleep", "{marker}"], start_new_session=True)
+os.system("nohup sleep {marker} >/dev/null 2>&1 &")
+print("spawned")
+{tail}"""
+    result = bwrap.run(code, limits=Limits(timeout_s=1.5))
+    assert "spawned" in result.stdout
+    assert result.timed_out == (main_ends == "loops")
+    assert _processes_matching(marker) == []
+
+
+def test_signals_cannot_reach_the_host(bwrap):
+    bystander = subprocess.Popen(["sleep", "60"])
+    try:
+        code = """
+import os, signal
+print("parent", os.getppid())
+for target in (os.getppid(), 1, -1):
+    try:
+        os.kill(target, signal.SIGKILL)
+        print("sent", target)
+    except OSError as error:
+        print("refused", target, error.errno)
+"""
+        result = bwrap.run(code)
+        assert result.exit_code is not None
+        assert bystander.poll() is None, "a host process was killed"
+        os.kill(os.getpid(), 0)  # we are alive, and so is our parent
+        os.kill(os.getppid(), 0)
+    finally:
+        bystander.send_signal(signal.SIGKILL)
+        bystander.wait()
+
+
+def test_nothing_leaks_between_two_runs(bwrap):
+    first = bwrap.run(
+        "import os\nopen('state.txt', 'w').write('secret')\nos.environ['LEAK'] = '1'\n"
+        "print(os.listdir('.'))"
+    )
+    assert "state.txt" in first.stdout
+    second = bwrap.run("import os\nprint(os.listdir('.'), os.path.exists('state.txt'))")
+    assert "state.txt" not in second.stdout
+    assert second.stdout.strip().endswith("False")
+
+
+def test_session_is_sandboxed_too(bwrap, host_secrets):
+    from sandboxes import Session
+
+    token, paths = host_secrets
+    with Session(bwrap) as session:
+        result = session.run(f"open({paths[0]!r}).read()")
+        assert token not in result.stdout + result.stderr
+        assert result.exit_code == 1 and "Error" in result.stderr
+        network = session.run("import socket\nsocket.create_connection(('127.0.0.1', 22), 1)")
+        assert network.exit_code == 1
