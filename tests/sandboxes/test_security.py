@@ -81,7 +81,9 @@ def test_host_files_cannot_be_read(bwrap, host_secrets):
     assert token not in result.stdout + result.stderr
     assert result.stdout.count("DENIED") == len(targets)
     # the host can read them: the files were there to be stolen
-    assert all(open(path).read() == token for path in paths)
+    for path in paths:
+        with open(path) as handle:
+            assert handle.read() == token
 
 
 def test_writes_outside_the_work_dir_fail(bwrap, tmp_path):
@@ -141,13 +143,20 @@ except OSError:
         server.close()
 
 
+PYTHON_FORK_BOMB = """
+import os
+while True:
+    try:
+        os.fork()
+    except OSError:
+        pass
+"""
+
+
 @pytest.mark.parametrize(
     "language, bomb",
     [
-        (
-            "python",
-            "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n",
-        ),
+        ("python", PYTHON_FORK_BOMB),
         ("bash", ":(){ :|:& };:\nwait\nsleep 30\n"),
     ],
 )
