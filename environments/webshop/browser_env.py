@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import random
 import secrets
 import weakref
@@ -80,10 +81,8 @@ def _release(host: BrowserHost, context: Any, server: ShopServer, session: str, 
     if wait:
         host.call(context.close)
     else:  # from the garbage collector: never block, and leave the shared parts running
-        try:
+        with contextlib.suppress(RuntimeError):  # the browser thread may be gone already
             host.call_later(context.close)
-        except RuntimeError:  # the browser thread has already shut down
-            pass
     release_server(server.data, stop_if_unused=wait)
     release_browser(stop_if_unused=wait)
 

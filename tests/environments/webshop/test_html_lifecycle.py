@@ -1,0 +1,38 @@
+"""The shared server and Chromium start with the first HTML env and stop with the last close()."""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+
+import rollenv
+from environments.webshop import browser
+from tests.environments.webshop.conftest import needs_browser
+
+pytestmark = needs_browser
+
+
+def _serving(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url + "/", timeout=5) as response:
+            return response.status == 200
+    except (urllib.error.URLError, ConnectionError):
+        return False
+
+
+def test_two_envs_share_one_server_and_the_last_close_stops_it():
+    first, second = rollenv.make("WebShopHTML-v0"), rollenv.make("WebShopHTML-v0")
+    first.reset(seed=0)
+    second.reset(seed=1)
+    url = first.unwrapped.server_url
+    assert url == second.unwrapped.server_url and url.startswith("http://127.0.0.1:")
+    assert first.unwrapped.session != second.unwrapped.session
+    # stepping one env's browser page leaves the other's untouched
+    before = second.unwrapped.render()
+    first.step("<answer>search[blanket]</answer>")
+    assert second.unwrapped.state.text == before
+    first.close()
+    assert _serving(url) and browser.browser_running()
+    second.close()
+    assert not _serving(url)
+    assert not browser.browser_running()
