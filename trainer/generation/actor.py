@@ -49,6 +49,8 @@ class GeneratorActor:
         batch_wait_s: how long the first request of a batch waits for others to join it.
         torch_threads: torch's intra-op threads in this process (Ray gives an actor 1 unless
             told otherwise).
+        weight_store: a :class:`~trainer.generation.fleet.WeightStore` actor: on start (a
+            restart too) the actor loads the newest weights it holds.
         **backend_kwargs: passed to the backend (``max_batch_size``, ``dtype``, ...).
     """
 
@@ -60,6 +62,7 @@ class GeneratorActor:
         seed: int = 0,
         batch_wait_s: float = 0.002,
         torch_threads: int | None = None,
+        weight_store: Any = None,
         **backend_kwargs: Any,
     ) -> None:
         import torch
@@ -79,6 +82,13 @@ class GeneratorActor:
         self._server: asyncio.Task[None] | None = None
         self._busy: asyncio.Lock | None = None
         self.stats = {"requests": 0, "batches": 0, "cancelled": 0, "largest_batch": 0}
+        if weight_store is not None:
+            import ray
+
+            buckets, version = ray.get(weight_store.latest.remote())
+            for bucket in ray.get(buckets):
+                self.generator.update_weights(bucket, strict=False)
+            self.version = version
 
     async def generate(self, prompt: list[int], params: SamplingParams) -> GenerationOutput:
         """One reply to ``prompt``, sampled in a batch with the requests queued alongside."""
@@ -97,12 +107,23 @@ class GeneratorActor:
             self.stats["cancelled"] += 1
             raise
 
-    async def update_weights(self, state_dict: Mapping[str, Any], version: int) -> int:
-        """Loads new weights between two batches; returns the version now served."""
+    async def update_weights(self, weights: Mapping[str, Any] | list[Any], version: int) -> int:
+        """Loads new weights between two batches; returns the version now served.
+
+        Args:
+            weights: a whole state dict, or a list of Ray object references to buckets of one
+                (:func:`~trainer.generation.fleet.weight_buckets`), loaded one at a time.
+            version: the version number they become.
+        """
         self._start_serving()
         assert self._busy is not None
         async with self._busy:
-            await asyncio.to_thread(self.generator.update_weights, state_dict)
+            if isinstance(weights, Mapping):
+                await asyncio.to_thread(self.generator.update_weights, weights)
+            else:
+                for reference in weights:
+                    bucket = await reference
+                    await asyncio.to_thread(self.generator.update_weights, bucket, strict=False)
             self.version = version
         return self.version
 

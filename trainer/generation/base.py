@@ -58,6 +58,7 @@ class Generator(Protocol):
         """Samples one reply per prompt; outputs are in the order of ``prompts``."""
         ...
 
-    def update_weights(self, state_dict: Mapping[str, torch.Tensor]) -> None:
-        """Loads new policy weights (full, un-sharded, merged if LoRA was trained)."""
+    def update_weights(self, state_dict: Mapping[str, torch.Tensor], strict: bool = True) -> None:
+        """Loads new policy weights (un-sharded, merged if LoRA was trained); all of them, or
+        with ``strict=False`` a part (a bucket of a bucketed push)."""
         ...

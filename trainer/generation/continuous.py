@@ -398,7 +398,10 @@ class ContinuousGenerator:
         hidden = self.model.model.norm(hidden[last])
         return self.model.lm_head(hidden).float()
 
-    def update_weights(self, state_dict: Mapping[str, torch.Tensor]) -> None:
-        """Loads new policy weights and forgets every cached prefix (computed with the old)."""
-        self._hf.update_weights(state_dict)
+    def update_weights(self, state_dict: Mapping[str, torch.Tensor], strict: bool = True) -> None:
+        """Loads new policy weights and forgets every cached prefix (computed with the old).
+
+        ``strict=False`` loads part of the weights (a bucket of a bucketed push).
+        """
+        self._hf.update_weights(state_dict, strict=strict)
         self.cache.clear()

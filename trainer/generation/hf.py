@@ -300,14 +300,16 @@ class HFGenerator:
     def _vocab_size(self) -> int:
         return int(self.model.get_output_embeddings().weight.shape[0])
 
-    def update_weights(self, state_dict: Mapping[str, torch.Tensor]) -> None:
-        """Copies new policy weights into the generator's model (strict: every key must match).
+    def update_weights(self, state_dict: Mapping[str, torch.Tensor], strict: bool = True) -> None:
+        """Copies new policy weights into the generator's model.
 
         For models with tied input and output embeddings, the output copy may be left out of
         ``state_dict`` (as safetensors files do).
 
         Args:
             state_dict: full, un-sharded weights, e.g. ``policy.state_dict()``.
+            strict: every weight of the model must be given; ``False`` loads a part (one bucket
+                of a bucketed push), though a name the model lacks is still an error.
         """
         weights = dict(state_dict)
         tied = getattr(self.model, "_tied_weights_keys", None)
@@ -316,4 +318,6 @@ class HFGenerator:
                 if target not in weights and source in weights:
                     weights[target] = weights[source]
         with torch.no_grad():
-            self.model.load_state_dict(weights, strict=True)
+            result = self.model.load_state_dict(weights, strict=strict)
+        if result.unexpected_keys:
+            raise KeyError(f"weights the model does not have: {result.unexpected_keys[:5]}")

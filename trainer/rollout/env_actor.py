@@ -39,7 +39,10 @@ class EnvManagerActor:
         env_id: a registered rollenv id.
         tokenizer: the policy's tokenizer: a :class:`PortableTokenizer` (no torch in this
             process) or a :func:`trainer.models.load_tokenizer` name (imports torch).
-        generator: a handle to a ``GeneratorActor`` (anything with ``generate.remote``).
+        generator: a handle to a ``GeneratorActor`` (anything with ``generate.remote``), or a
+            list of them (the replicas of a :class:`~trainer.generation.fleet.GeneratorFleet`):
+            each episode then picks the replica this actor sends the fewest episodes to, and
+            all its turns go there (sticky routing: that replica holds its cached prefix).
         max_envs: episodes played at once; more calls wait for a free env.
         episode_timeout_s: an episode still running after this many seconds is cut.
         sampling: sampling parameters of every reply.
@@ -80,21 +83,38 @@ class EnvManagerActor:
             max_context_tokens=max_context_tokens,
             wrap=wrap,
         )
-        self.generator = generator
+        self.replicas = list(generator) if isinstance(generator, (list, tuple)) else [generator]
+        if not self.replicas:
+            raise ValueError("EnvManagerActor needs a generator (or a non-empty list of them)")
+        self._episodes_on = [0] * len(self.replicas)
         self.max_envs = max_envs
         self.episode_timeout_s = episode_timeout_s
         self._slots: asyncio.Semaphore | None = None
         self.stats = {"episodes": 0, "timeouts": 0, "aborted": 0, "failed": 0, "running": 0}
 
-    async def run_episode(self, seed: int, group_id: int) -> Trajectory:
-        """Plays one episode from ``seed`` as a member of group ``group_id``."""
+    async def run_episode(
+        self, seed: int, group_id: int, sampling: SamplingParams | None = None
+    ) -> Trajectory:
+        """Plays one episode from ``seed`` as a member of group ``group_id``.
+
+        ``sampling`` replaces the actor's sampling parameters for this episode (greedy
+        evaluation episodes, for one). The trajectory's ``generator_replica`` says which
+        replica served all its turns.
+        """
         if self._slots is None:
             self._slots = asyncio.Semaphore(self.max_envs)
             # env steps run in threads: as many as there are envs, not asyncio's default 6-ish
             asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(self.max_envs))
         async with self._slots:
             episode = await asyncio.to_thread(self.manager.start_episode, seed, group_id)
-            play = asyncio.ensure_future(self.manager.play_episode(episode, self._generate))
+            replica = min(range(len(self.replicas)), key=self._episodes_on.__getitem__)
+            episode.trajectory.generator_replica = replica
+
+            async def generate(prompt: list[int], params: SamplingParams) -> GenerationOutput:
+                return await self._generate(replica, prompt, sampling or params)
+
+            play = asyncio.ensure_future(self.manager.play_episode(episode, generate))
+            self._episodes_on[replica] += 1
             self.stats["running"] += 1
             try:
                 await asyncio.wait_for(asyncio.shield(play), self.episode_timeout_s)
@@ -113,6 +133,7 @@ class EnvManagerActor:
                 raise
             finally:
                 self.stats["running"] -= 1
+                self._episodes_on[replica] -= 1
             self.stats["episodes"] += 1
             return play.result()
 
@@ -123,8 +144,10 @@ class EnvManagerActor:
 
         return {**self.stats, "node_id": ray.get_runtime_context().get_node_id()}
 
-    async def _generate(self, prompt: list[int], params: SamplingParams) -> GenerationOutput:
-        reply = self.generator.generate.remote(prompt, params)
+    async def _generate(
+        self, replica: int, prompt: list[int], params: SamplingParams
+    ) -> GenerationOutput:
+        reply = self.replicas[replica].generate.remote(prompt, params)
         try:
             return await reply
         except asyncio.CancelledError:

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainer.generation.base import SamplingParams
 from trainer.rollout.trajectory import Trajectory
 
 __all__ = ["EpisodeFailedError", "Group", "RolloutScheduler"]
@@ -47,6 +48,7 @@ class Group:
     seed: int
     version: int
     started_s: float
+    sampling: SamplingParams | None = None
     trajectories: list[Trajectory] = field(default_factory=list)
     running: dict[Any, int] = field(default_factory=dict)  # episode ref -> tries so far
 
@@ -98,11 +100,14 @@ class RolloutScheduler:
         """Groups submitted and not yet collected or dropped."""
         return len(self._groups)
 
-    def submit(self, seed: int, group_id: int, version: int) -> None:
-        """Starts ``group_size + redundancy`` episodes of a group reset with ``seed``."""
+    def submit(
+        self, seed: int, group_id: int, version: int, sampling: SamplingParams | None = None
+    ) -> None:
+        """Starts ``group_size + redundancy`` episodes of a group reset with ``seed``
+        (``sampling`` replaces the actors' sampling parameters for them)."""
         if group_id in self._groups:
             raise ValueError(f"group {group_id} is already running")
-        group = Group(group_id, seed, version, time.monotonic())
+        group = Group(group_id, seed, version, time.monotonic(), sampling)
         self._groups[group_id] = group
         for _ in range(self.group_size + self.redundancy):
             self._start_episode(group, tries=0)
@@ -154,7 +159,7 @@ class RolloutScheduler:
         everyone = range(len(self.env_actors))
         candidates = [i for i in everyone if i != avoid] or list(everyone)
         actor = min(candidates, key=lambda i: self._load[i])
-        ref = self.env_actors[actor].run_episode.remote(group.seed, group.group_id)
+        ref = self.env_actors[actor].run_episode.remote(group.seed, group.group_id, group.sampling)
         group.running[ref] = tries
         self._owner[ref] = (group.group_id, actor)
         self._load[actor] += 1

@@ -64,6 +64,7 @@ class Trajectory:
         finish_reason: ``terminated``, ``truncated`` (the env's limits), ``max_turns`` (the
             trainer's), ``context`` (the prompt outgrew the context budget) or ``aborted``.
         anchors_start: the anchor (state without history) before each turn; GiGPO groups on it.
+        generator_replica: which generator replica served its turns (``None`` in-process).
     """
 
     env_id: str
@@ -73,6 +74,7 @@ class Trajectory:
     samples: list[Sample] = field(default_factory=list)
     finish_reason: str = ""
     anchors_start: list[str] = field(default_factory=list)
+    generator_replica: int | None = None
 
     @property
     def episode_return(self) -> float:
