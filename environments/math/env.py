@@ -1,0 +1,181 @@
+"""``MathEnv``: answer a math problem; the answer is checked for equivalence by math-verify.
+
+The final answer goes in ``<answer>...</answer>`` or ``\\boxed{...}``; ``0.5`` and
+``\\frac{1}{2}`` count as the same. The reward is 1 for a correct answer, 0 for a wrong one.
+With ``max_tool_calls > 0`` (``MathTool-v0``) the model may first run Python, written in
+``<python>...</python>``, in a sandboxed session that keeps its variables between calls; it sees
+the output and answers when ready.
+
+Example:
+    >>> import rollenv
+    >>> env = rollenv.make("MathVerify-v0")  # doctest: +SKIP
+    >>> obs, info = env.reset(seed=0)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from environments.code.env import clean_text
+from environments.math.data import DEFAULT_TASKS, MathProblem, generate, load_jsonl
+from environments.math.verify import extract_answer, is_equivalent
+from rollenv.actions import AnswerFormat
+from rollenv.text_env import TextEnv
+
+_PYTHON = re.compile(r"<python>(.*?)</python>", re.IGNORECASE | re.DOTALL)
+TOOL_OUTPUT_CHARS = 2000
+
+
+class MathEnv(TextEnv):
+    """A math problem per episode, from reasoning-gym generators or a JSONL file.
+
+    Args:
+        tasks: reasoning-gym task names; each reset picks one with the seed.
+        dataset: a GSM8K/MATH-style JSONL file, used instead of ``tasks``.
+        problems: explicit problems, overriding both.
+        max_tool_calls: Python runs allowed before answering (0 = single turn, no tool).
+        timeout_s: deadline of one Python run.
+        memory_mb: memory limit of the Python session.
+        backend: sandbox backend (``None``: bwrap on Linux).
+        format_penalty: reward of a reply with neither an answer nor code.
+        render_mode: ``"ansi"`` or ``None``.
+
+    ``reset(options={"problem": MathProblem(...)})`` plays a given problem.
+    """
+
+    oracle = "environments.math.oracle:MathOracle"
+
+    def __init__(
+        self,
+        tasks: Sequence[str] = DEFAULT_TASKS,
+        *,
+        dataset: str | None = None,
+        problems: Sequence[MathProblem] | None = None,
+        max_tool_calls: int = 0,
+        timeout_s: float = 5.0,
+        memory_mb: int = 512,
+        backend: Any = None,
+        format_penalty: float = -0.1,
+        answer_format: AnswerFormat | dict[str, Any] | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        super().__init__(
+            answer_format=answer_format or AnswerFormat(separator=None, strict=False),
+            format_penalty=format_penalty,
+            max_actions=max_tool_calls + 1,
+            render_mode=render_mode,
+        )
+        if not tasks and dataset is None and problems is None:
+            raise ValueError("give reasoning-gym tasks, a dataset file or problems")
+        self.tasks = tuple(tasks)
+        self.dataset = dataset
+        self._problems = tuple(problems) if problems is not None else None
+        self.max_tool_calls = max_tool_calls
+        self.timeout_s = timeout_s
+        self.memory_mb = memory_mb
+        self.backend = backend
+        self.problem: MathProblem | None = None
+        self.tool_output = ""
+        self.correct = False
+        self._session = None
+
+    # ------------------------------------------------------------------ TextEnv
+    @property
+    def instruction(self) -> str:
+        tool = (
+            f" Before answering you may run Python code written inside <python></python>, up "
+            f"to {self.max_tool_calls} times; you see its output, and variables persist "
+            "between runs (print what you need)."
+            if self.max_tool_calls
+            else ""
+        )
+        return (
+            "Solve the math problem. Give only the final answer, inside <answer></answer> "
+            f"(or \\boxed{{}}), optionally after reasoning inside <think></think>.{tool} "
+            "Example: <answer>\\frac{3}{4}</answer>"
+        )
+
+    @property
+    def action_words(self) -> tuple[str, ...]:
+        return ("0", "1", "42")
+
+    def _new_episode(self, rng: random.Random, options: dict[str, Any] | None) -> None:
+        self.close_session()
+        if options and "problem" in options:
+            self.problem = options["problem"]
+        elif self._problems is not None or self.dataset is not None:
+            if self._problems is None:
+                self._problems = load_jsonl(self.dataset)
+            self.problem = self._problems[rng.randrange(len(self._problems))]
+        else:
+            self.problem = generate(rng.choice(self.tasks), seed=rng.getrandbits(31))
+        self.tool_output = ""
+        self.correct = False
+
+    def _observation(self) -> str:
+        text = self.problem.question
+        if self.tool_output:
+            text += f"\n\n# Output of your code:\n{self.tool_output}"
+        return clean_text(text)
+
+    def _parse_action(self, text: str) -> Any:
+        return text
+
+    def _parse_reply(self, reply: Any) -> list[tuple[str, str]] | None:
+        if not isinstance(reply, str):
+            return None
+        answer = extract_answer(reply)
+        if answer is not None:
+            return [("answer", answer)]
+        if self.max_tool_calls:
+            code = _PYTHON.findall(reply)
+            if code and code[-1].strip() and self.actions_taken < self.max_tool_calls:
+                return [("python", code[-1])]
+        return None
+
+    def _apply(self, action: tuple[str, str]) -> tuple[float, bool]:
+        kind, text = action
+        if kind == "answer":
+            self.correct = is_equivalent(text, self.problem.answer)
+            self._answered = True
+            return (1.0 if self.correct else 0.0), True
+        result = self.session().run(text, timeout_s=self.timeout_s)
+        output = result.stdout + result.stderr
+        if result.timed_out:
+            output += f"\n(timed out after {self.timeout_s:g} s; the session was restarted)"
+        self.tool_output = output[-TOOL_OUTPUT_CHARS:] or "(no output)"
+        return 0.0, True
+
+    def _solved(self) -> bool:
+        return self.correct
+
+    def _failed(self) -> bool:
+        return getattr(self, "_answered", False) and not self.correct
+
+    def _reset_info(self) -> dict[str, Any]:
+        self._answered = False
+        return {"source": self.problem.source}
+
+    # ------------------------------------------------------------------ the tool
+    def session(self):
+        """The sandboxed Python session of this episode (started on first use)."""
+        if self._session is None:
+            from sandboxes import Session
+
+            self._session = Session(
+                self.backend, timeout_s=self.timeout_s, memory_mb=self.memory_mb
+            )
+        return self._session
+
+    def close_session(self) -> None:
+        """Ends the episode's Python session, if any."""
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+
+    def close(self) -> None:
+        self.close_session()
+        super().close()
