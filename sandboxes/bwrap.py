@@ -17,8 +17,8 @@ from __future__ import annotations
 import collections
 import contextlib
 import os
-import signal
 import shutil
+import signal
 import sys
 import threading
 import time
