@@ -205,6 +205,8 @@ class WebShopHTMLEnv(TextEnv):
 
     @property
     def action_words(self) -> tuple[str, ...]:
+        if self._page is None:  # before the first reset: the search page's actions
+            return ("search[throw blanket]", "search[coffee mug]")
         words = [f"click[{label}]" for label in self.state.labels]
         if self.state.search_bar:
             goal = self.goal

@@ -125,7 +125,9 @@ class WebShopEnv(TextEnv):
 
     @property
     def action_words(self) -> tuple[str, ...]:
-        shop = self._current()
+        if self.shop is None:  # before the first reset: the search page's actions
+            return ("search[throw blanket]", "search[coffee mug]")
+        shop = self.shop
         words = [f"click[{label}]" for label in shop.available()]
         if shop.has_search_bar:
             words = [
