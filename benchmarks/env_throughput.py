@@ -46,6 +46,11 @@ Run (from the repository root; peers: ``pip install 'rollenv[bench]'``)::
     python benchmarks/env_throughput.py --quick          # about a minute
     python benchmarks/env_throughput.py                  # full run, a few minutes
     python benchmarks/env_throughput.py --only peers --repeats 1 --json /tmp/peers.json
+    python benchmarks/env_throughput.py --only webshop --quick   # WebShop text vs HTML mode
+
+A WebShop section (``--only webshop``, also part of ``ours`` and ``all``) times random available
+actions in WebShop-v0 (text, in process) and WebShopHTML-v0 (uvicorn + headless Chromium) and
+prints the ratio of their steps/s: the HTML mode's cost.
 
 It prints one table, the ratios of rollenv to each peer at each shared setting and the goals
 (PASS/FAIL, informational: the script always exits 0), and writes every raw number to JSON.
@@ -474,6 +479,101 @@ PEER_ADAPTER_FACTORIES: tuple[Callable[[], list[AdapterOrUnavailable]], ...] = (
 )
 
 
+# --------------------------------------------------------------------------- WebShop
+#: Steps per repeat of the HTML mode (each drives Chromium), quick and full.
+WEBSHOP_HTML_STEPS = {True: 40, False: 200}
+
+
+def time_webshop_steps(env: Any, steps: int, wall_limit_s: float) -> tuple[int, float]:
+    """Plays random available actions (``action_words``, chosen untimed); times ``step`` only.
+
+    The episode is reset, untimed, with fresh seeds whenever it ends.
+    """
+    rng = random.Random(0)
+    inner = env.unwrapped
+    next_seed = 1_000_000
+    env.reset(seed=next_seed)
+    stepping = 0.0
+    deadline = time.perf_counter() + wall_limit_s
+    for index in range(steps):
+        reply = f"<answer>{rng.choice(inner.action_words)}</answer>"
+        start = time.perf_counter()
+        _, _, terminated, truncated, _ = env.step(reply)
+        end = time.perf_counter()
+        stepping += end - start
+        if end > deadline:
+            return index + 1, stepping
+        if terminated or truncated:
+            next_seed += 1
+            env.reset(seed=next_seed)
+    return steps, stepping
+
+
+def webshop_section(budget: Budget, repeats: int, quick: bool) -> dict[str, Any]:
+    """Steps/s of WebShop-v0 (text, in process) and WebShopHTML-v0 (server + Chromium)."""
+    rows: dict[str, Any] = {}
+    for env_id, steps in (
+        ("WebShop-v0", budget.steps),
+        ("WebShopHTML-v0", WEBSHOP_HTML_STEPS[quick]),
+    ):
+        try:
+            import rollenv
+
+            env = rollenv.make(env_id)
+        except Exception as error:  # noqa: BLE001 - a missing extra or browser is a row
+            rows[env_id] = {"status": f"make failed: {type(error).__name__}: {error}"}
+            continue
+        print(f"measuring rollenv: {env_id} ...", file=sys.stderr, flush=True)
+        try:
+            env.reset(seed=2_000_000)
+            env.step(f"<answer>{env.unwrapped.action_words[0]}</answer>")
+            runs = [
+                time_webshop_steps(env, steps, budget.step_loop_seconds * 3) for _ in range(repeats)
+            ]
+        except Exception as error:  # noqa: BLE001
+            rows[env_id] = {"status": f"error: {type(error).__name__}: {error}"}
+            continue
+        finally:
+            env.close()
+        rates = [count / seconds for count, seconds in runs]
+        rows[env_id] = {
+            "status": "ok",
+            "steps_timed": [count for count, _ in runs],
+            "steps_per_s": rates,
+            "median_steps_per_s": statistics.median(rates),
+        }
+    text, html = rows.get("WebShop-v0", {}), rows.get("WebShopHTML-v0", {})
+    ratio = None
+    if text.get("status") == "ok" and html.get("status") == "ok":
+        ratio = text["median_steps_per_s"] / html["median_steps_per_s"]
+    return {"rows": rows, "text_to_html_steps_ratio": ratio}
+
+
+def print_webshop(section: dict[str, Any], repeats: int) -> None:
+    lines = []
+    for env_id, row in section["rows"].items():
+        if row["status"] != "ok":
+            lines.append([env_id, row["status"], "-"])
+            continue
+        lines.append(
+            [env_id, f"{sum(row['steps_timed']):,}", format_rate(row["median_steps_per_s"])]
+        )
+    print_table(
+        ["env", "steps timed", "steps/s"],
+        lines,
+        f"WebShop steps/s (random available actions, median of {repeats})",
+        left_columns=1,
+    )
+    ratio = section["text_to_html_steps_ratio"]
+    if ratio is None:
+        print("  HTML mode's cost: not measured (both modes are needed)")
+    else:
+        print(
+            f"  HTML mode's cost: WebShop-v0 (text) steps {ratio:,.0f}x as fast as "
+            "WebShopHTML-v0 (server + headless Chromium)"
+        )
+
+
 # --------------------------------------------------------------------------- measuring
 @dataclass
 class RunFigures:
@@ -710,9 +810,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--only",
-        choices=("ours", "peers", "all"),
+        choices=("ours", "peers", "all", "webshop"),
         default="all",
-        help="measure only rollenv, only the peers, or both (default)",
+        help="measure only rollenv, only the peers, both (default), or only WebShop "
+        "(text and HTML modes; part of 'ours' and 'all')",
     )
     args = parser.parse_args(argv)
     if args.repeats < 1:
@@ -726,6 +827,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     factories: list[Callable[[], list[AdapterOrUnavailable]]] = []
     if args.only in ("ours", "all"):
         factories.append(rollenv_adapters)
+    webshop = None
+    if args.only in ("ours", "all", "webshop"):
+        webshop = webshop_section(budget, args.repeats, args.quick)
     if args.only in ("peers", "all"):
         factories.extend(PEER_ADAPTER_FACTORIES)
 
@@ -741,15 +845,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows.append(measure(adapter, budget, args.repeats))
 
     mode = "quick" if args.quick else "full"
-    print_table(
-        TABLE_HEADER,
-        table_rows(rows),
-        f"Env throughput ({mode}, median of {args.repeats}, "
-        f"{os.cpu_count()} CPUs, Python {platform.python_version()})",
-        left_columns=2,
-    )
     ratios, goals = compare(rows)
-    print_comparison(ratios, goals)
+    if args.only != "webshop":
+        print_table(
+            TABLE_HEADER,
+            table_rows(rows),
+            f"Env throughput ({mode}, median of {args.repeats}, "
+            f"{os.cpu_count()} CPUs, Python {platform.python_version()})",
+            left_columns=2,
+        )
+        print_comparison(ratios, goals)
+    if webshop is not None:
+        print()
+        print_webshop(webshop, args.repeats)
 
     report = {
         "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -764,6 +872,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "results": [asdict(row) for row in rows],
         "ratios": ratios,
         "goals": goals,
+        "webshop": webshop,
     }
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n")
