@@ -215,6 +215,17 @@ def _add_train_command(commands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--resume", action="store_true", help="continue from the newest checkpoint of the run"
     )
+    parser.add_argument(
+        "--ray",
+        action="store_true",
+        help="play episodes in env manager actors on Ray, a local cluster started for the run "
+        "(rollout.mode=ray)",
+    )
+    parser.add_argument(
+        "--ray-address",
+        metavar="ADDRESS",
+        help="join this Ray cluster (e.g. 10.0.0.5:6379) instead; implies --ray",
+    )
     parser.set_defaults(handler=run_train)
 
 

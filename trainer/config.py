@@ -98,6 +98,32 @@ class GenerationConfig(_Section):
     dtype: Literal["float32", "bfloat16"] = "float32"
 
 
+class RolloutConfig(_Section):
+    """Where episodes run. ``local``: one env manager in this process plays each step's groups
+    in lockstep. ``ray``: env manager actors play every episode on its own against a fleet of
+    generator actors (ROLL's agentic pipeline), on a local Ray cluster or ``ray_address``'s."""
+
+    mode: Literal["local", "ray"] = "local"
+    ray_address: str | None = None  # None: start a local cluster (mode=ray)
+    env_managers: int = Field(2, gt=0)
+    envs_per_manager: int = Field(8, gt=0)
+    env_manager_cpus: float = Field(0.25, ge=0.0)
+    # custom Ray resources each env manager needs, e.g. {env_node: 0.1} to place them on nodes
+    # that offer that resource
+    env_manager_resources: dict[str, float] = {}
+    generator_replicas: int = Field(1, gt=0)
+    generator_cpus: float = Field(1.0, ge=0.0)
+    generator_threads: int | None = Field(None, gt=0)
+    weight_bucket_mb: float = Field(64.0, gt=0.0)
+    # ROLL's group semantics: group_size + redundancy episodes start, the first group_size kept
+    redundancy: int = Field(0, ge=0)
+    # rollouts for step n+k run while step n trains; a group started more than k weight
+    # versions ago is dropped, never trained on (0: rollout and training alternate)
+    async_generation_ratio: int = Field(0, ge=0)
+    episode_timeout_s: float | None = Field(None, gt=0.0)
+    max_retries: int = Field(2, ge=0)
+
+
 class OptimConfig(_Section):
     lr: float = Field(1e-5, gt=0.0)
     weight_decay: float = Field(0.0, ge=0.0)
@@ -133,6 +159,7 @@ class Config(_Section):
     env: EnvConfig = EnvConfig()
     sampling: SamplingConfig = SamplingConfig()
     generation: GenerationConfig = GenerationConfig()
+    rollout: RolloutConfig = RolloutConfig()
     algorithm: AlgorithmConfig = AlgorithmConfig()
     optim: OptimConfig = OptimConfig()
     train: TrainConfig = TrainConfig()
@@ -154,6 +181,11 @@ class Config(_Section):
                     "generation.dtype=bfloat16 samples from a rounded copy of the policy: set "
                     "algorithm.old_logprobs=recompute"
                 )
+        if self.rollout.mode == "local":
+            ray_only = {"redundancy": 0, "async_generation_ratio": 0, "ray_address": None}
+            for name, default in ray_only.items():
+                if getattr(self.rollout, name) != default:
+                    raise ValueError(f"rollout.{name} needs rollout.mode=ray")
         if self.algorithm.minibatches > self.env.group_size * self.env.groups_per_step:
             raise ValueError("algorithm.minibatches is larger than the number of episodes per step")
         return self

@@ -37,6 +37,10 @@ def config_from_args(args: argparse.Namespace) -> Config:
         value = getattr(args, flag, None)
         if value is not None:
             overrides.append(f"{key}={value}")
+    if getattr(args, "ray", False) or getattr(args, "ray_address", None):
+        overrides.append("rollout.mode=ray")
+    if getattr(args, "ray_address", None):
+        overrides.append(f"rollout.ray_address={args.ray_address}")
     return load_config(preset, overrides + args.set)
 
 

@@ -5,12 +5,18 @@
         old, ref     = strategy.sequence_logprobs(samples), strategy.reference_logprobs(samples)
         advantages   = assign_credit(trajectories, rewards, algorithm)
         for epoch, minibatch: strategy.train_step(minibatch)        # PPO-clipped updates
-        generator.update_weights(strategy.inference_state_dict())  # weight sync
+        generator.update_weights(strategy.inference_state_dict())  # weight sync (buckets on Ray)
         metrics; every N steps: evaluation on held-out seeds, an atomic checkpoint
 
 Seeds and sampling randomness derive from ``(train.seed, step)``, so a resumed run samples
 exactly what an uninterrupted one would have. Ctrl-C finishes the current step, saves a
 checkpoint and stops; a second Ctrl-C stops at once.
+
+With ``rollout.mode: ray`` the rollout line runs on Ray instead
+(:class:`~trainer.rollout.ray_rollouts.RayRollouts`): env manager actors play every episode on
+its own against generator replicas, up to ``rollout.async_generation_ratio`` steps ahead of
+training. Group seeds follow the same order, but which replica samples what depends on timing,
+so a ray run is not reproduced sample for sample on resume.
 """
 
 from __future__ import annotations
@@ -25,11 +31,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
+import rollenv
 from trainer.algorithms import kl_penalty, starpo_s_filter
 from trainer.batch import TokenBatch
 from trainer.checkpoint import checkpoint_step, latest_checkpoint, save_checkpoint
@@ -41,6 +48,9 @@ from trainer.models import load_model
 from trainer.rollout.env_manager import EnvManager
 from trainer.rollout.trajectory import Trajectory
 from trainer.strategies.torch_strategy import LossSettings, TorchStrategy
+
+if TYPE_CHECKING:
+    from trainer.rollout.ray_rollouts import RayRollouts
 
 #: training seeds start here, evaluation seeds are 0, 1, 2, ...: the two never meet
 TRAIN_SEED_BASE = 1_000_000
@@ -179,18 +189,32 @@ class Pipeline:
         policy, self.tokenizer = load_model(model_name, seed=config.train.seed)
         device = resolve_device(config.train.device)
         policy.to(device)
-        dtype = {"dtype": config.generation.dtype} if config.generation.dtype != "float32" else {}
-        self.generator = make_generator(
-            config.generation.backend,
-            copy.deepcopy(policy),
-            self.tokenizer,
-            device=device,
-            max_batch_size=config.generation.max_batch_size,
-            **dtype,
-        )
+        # the generator's own copy, taken before the strategy wraps the policy (LoRA)
+        generator_model = copy.deepcopy(policy) if config.rollout.mode == "local" else None
         self.strategy = build_strategy(config, policy, self.tokenizer.pad_token_id)
-        self.manager = self._env_manager(config.env.group_size, greedy=False)
-        self.eval_manager = self._env_manager(1, greedy=True)
+        self.rollouts: RayRollouts | None = None
+        if config.rollout.mode == "ray":
+            from trainer.rollout.ray_rollouts import RayRollouts
+
+            self._log("Starting env manager and generator actors on Ray...")
+            self.rollouts = RayRollouts(
+                config, model_name, self.tokenizer, self._sampling(greedy=False)
+            )
+            self.rollouts.push_weights(self.strategy.inference_state_dict(), version=0)
+        else:
+            dtype = (
+                {"dtype": config.generation.dtype} if config.generation.dtype != "float32" else {}
+            )
+            self.generator = make_generator(
+                config.generation.backend,
+                generator_model,
+                self.tokenizer,
+                device=device,
+                max_batch_size=config.generation.max_batch_size,
+                **dtype,
+            )
+            self.manager = self._env_manager(config.env.group_size, greedy=False)
+            self.eval_manager = self._env_manager(1, greedy=True)
         self.step = 0
         self.metrics = MetricsLogger(self.run_dir, config.train.loggers, config.model_dump())
         if resume:
@@ -212,8 +236,7 @@ class Pipeline:
 
     def _env_manager(self, group_size: int, *, greedy: bool) -> EnvManager:
         env = self.config.env
-        sampling = self.config.sampling
-        manager = EnvManager(
+        return EnvManager(
             env.id,
             self.tokenizer,
             self.generator,
@@ -223,17 +246,23 @@ class Pipeline:
             context=env.context,
             window=env.window,
             max_context_tokens=env.max_context_tokens,
+            sampling=self._sampling(greedy=greedy),
         )
+
+    def _sampling(self, *, greedy: bool) -> SamplingParams:
+        """How replies are sampled: ``config.sampling``, greedy for evaluation, and only action
+        words' tokens with ``env.constrain_to_actions``."""
+        env, sampling = self.config.env, self.config.sampling
         allowed = None
         if env.constrain_to_actions:
-            inner = manager.make_env().unwrapped
+            inner = rollenv.make(env.id, **env.kwargs).unwrapped
             if inner.answer_format.tag is not None:
                 raise ConfigError(
                     "env.constrain_to_actions samples only action words, which this env's "
                     "answer format rejects: set env.kwargs.answer_format.tag=null"
                 )
             allowed = action_token_ids(self.tokenizer, inner.action_words)
-        manager.sampling = SamplingParams(
+        return SamplingParams(
             max_new_tokens=sampling.max_new_tokens,
             temperature=0.0 if greedy else sampling.temperature,
             top_p=sampling.top_p,
@@ -241,7 +270,6 @@ class Pipeline:
             stop_token_ids=(self.tokenizer.eos_token_id,),
             allowed_token_ids=allowed,
         )
-        return manager
 
     # ------------------------------------------------------------------ one step
     def train_step(self) -> dict[str, float]:
@@ -251,11 +279,14 @@ class Pipeline:
         timings: dict[str, float] = {}
         clock = time.perf_counter()
 
-        seeds = step_seeds(config.train.seed, step, config.env.groups_per_step)
-        self.manager.sampling = replace(
-            self.manager.sampling, seed=hash((config.train.seed, step)) % 2**31
-        )
-        trajectories = self.manager.rollout(seeds, group_ids=list(range(len(seeds))))
+        if self.rollouts is not None:
+            trajectories = self.rollouts.rollout(step, version=self.step)
+        else:
+            seeds = step_seeds(config.train.seed, step, config.env.groups_per_step)
+            self.manager.sampling = replace(
+                self.manager.sampling, seed=hash((config.train.seed, step)) % 2**31
+            )
+            trajectories = self.manager.rollout(seeds, group_ids=list(range(len(seeds))))
         timings["time/rollout"] = time.perf_counter() - clock
 
         clock = time.perf_counter()
@@ -320,12 +351,13 @@ class Pipeline:
         timings["time/update"] = time.perf_counter() - clock
 
         clock = time.perf_counter()
-        self.generator.update_weights(self.strategy.inference_state_dict())
+        self._sync_weights(version=step)
         timings["time/weight_sync"] = time.perf_counter() - clock
 
         self.step = step
         metrics = {
             **rollout_metrics(trajectories, "rollout"),
+            **(self.rollouts.metrics() if self.rollouts is not None else {}),
             **update_metrics,
             **timings,
             "train/kept_episodes": float(keep.float().mean()),
@@ -340,8 +372,25 @@ class Pipeline:
     def evaluate(self) -> dict[str, float]:
         """Greedy episodes on the held-out seeds ``0 .. eval_groups - 1``."""
         seeds = list(range(self.config.train.eval_groups))
-        trajectories = self.eval_manager.rollout(seeds, group_ids=seeds)
+        if self.rollouts is not None:
+            greedy = self._sampling(greedy=True)
+            trajectories = self.rollouts.evaluate(seeds, greedy, version=self.step)
+        else:
+            trajectories = self.eval_manager.rollout(seeds, group_ids=seeds)
         return rollout_metrics(trajectories, "eval")
+
+    def _sync_weights(self, version: int) -> None:
+        state = self.strategy.inference_state_dict()
+        if self.rollouts is not None:
+            self.rollouts.push_weights(state, version)
+        else:
+            self.generator.update_weights(state)
+
+    def close(self) -> None:
+        """Stops the Ray actors of a ``rollout.mode=ray`` run (nothing to do otherwise)."""
+        if self.rollouts is not None:
+            self.rollouts.shutdown()
+            self.rollouts = None
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> dict[str, float]:
@@ -351,24 +400,28 @@ class Pipeline:
         last: dict[str, float] = {}
         if self.step >= config.steps:
             self._log(f"Nothing to do: the run is at step {self.step} of {config.steps}.")
+            self.close()
             return last
-        with stop.installed():
-            while self.step < config.steps:
-                started = time.perf_counter()
-                last = self.train_step()
-                if config.eval_every and self.step % config.eval_every == 0:
-                    last.update(self.evaluate())
-                last["time/step"] = time.perf_counter() - started
-                self.metrics.log(self.step, last)
-                self._log(self._progress_line(last))
-                due = config.checkpoint_every and self.step % config.checkpoint_every == 0
-                if due or stop.requested or self.step == config.steps:
-                    path = self.save()
-                    self._log(f"Saved {path}")
-                if stop.requested:
-                    self._log(f"Stopped at step {self.step}; continue with --resume.")
-                    break
-        self.metrics.close()
+        try:
+            with stop.installed():
+                while self.step < config.steps:
+                    started = time.perf_counter()
+                    last = self.train_step()
+                    if config.eval_every and self.step % config.eval_every == 0:
+                        last.update(self.evaluate())
+                    last["time/step"] = time.perf_counter() - started
+                    self.metrics.log(self.step, last)
+                    self._log(self._progress_line(last))
+                    due = config.checkpoint_every and self.step % config.checkpoint_every == 0
+                    if due or stop.requested or self.step == config.steps:
+                        path = self.save()
+                        self._log(f"Saved {path}")
+                    if stop.requested:
+                        self._log(f"Stopped at step {self.step}; continue with --resume.")
+                        break
+        finally:
+            self.metrics.close()
+            self.close()
         return last
 
     def _progress_line(self, metrics: dict[str, float]) -> str:
@@ -410,12 +463,12 @@ class Pipeline:
             self._log(f"No complete checkpoint in {self.run_dir}; starting from step 0.")
             return
         self.strategy.load(folder)
-        self.generator.update_weights(self.strategy.inference_state_dict())
         state = torch.load(folder / "trainer_state.pt", weights_only=False)
         torch.set_rng_state(state["torch_rng"])
         random.setstate(state["python_rng"])
         np.random.set_state(state["numpy_rng"])
         self.step = checkpoint_step(folder)
+        self._sync_weights(version=self.step)
         self._truncate_metrics_after(self.step)
         self._log(f"Resumed from {folder} at step {self.step}.")
 

@@ -63,3 +63,19 @@ def test_unknown_preset_lists_the_presets():
 def test_defaults_without_a_preset():
     config = load_config(None, ["env.id=FrozenLake-v0"])
     assert config.env.id == "FrozenLake-v0" and config.algorithm.name == "starpo"
+
+
+def test_ray_flags_switch_the_rollout_mode_and_join_a_cluster():
+    from trainer.cli import build_parser
+    from trainer.launch import config_from_args
+
+    parser = build_parser()
+    local = config_from_args(parser.parse_args(["train", "--env", "sokoban"]))
+    assert local.rollout.mode == "local"
+    args = parser.parse_args(["train", "--env", "sokoban", "--ray-address", "10.0.0.5:6379"])
+    joined = config_from_args(args)
+    assert (joined.rollout.mode, joined.rollout.ray_address) == ("ray", "10.0.0.5:6379")
+    assert (
+        config_from_args(parser.parse_args(["train", "--env", "sokoban", "--ray"])).rollout.mode
+        == "ray"
+    )

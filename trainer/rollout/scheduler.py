@@ -125,7 +125,7 @@ class RolloutScheduler:
 
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
-            self._drop_stale(version)
+            self.drop_stale(version)
             done = [g for g in self._groups.values() if len(g.trajectories) >= self.group_size]
             if len(done) >= num_groups:
                 done = sorted(done, key=lambda g: (g.version, g.started_s))[:num_groups]
@@ -204,7 +204,9 @@ class RolloutScheduler:
             self.metrics["episodes_aborted"] += 1
         group.running.clear()
 
-    def _drop_stale(self, version: int) -> None:
+    def drop_stale(self, version: int) -> None:
+        """Drops (and aborts) every group started more than ``max_staleness`` versions before
+        ``version``."""
         for group in list(self._groups.values()):
             if version - group.version > self.max_staleness:
                 self._abort(group)

@@ -1,5 +1,6 @@
 """Two Ray nodes on this machine (``ray.cluster_utils.Cluster``): env manager actors placed on
-the second node play groups for a generator on the head node."""
+the second node play groups for a generator on the head node, and a pipeline trains one step
+with them."""
 
 from __future__ import annotations
 
@@ -44,3 +45,46 @@ def test_env_actors_on_the_second_node_play_for_the_head_nodes_generator(two_nod
     nodes = {ray.get(a.get_stats.remote())["node_id"] for a in actors}
     assert nodes == {two_nodes.node_id}
     assert two_nodes.node_id != head
+
+
+def test_a_pipeline_trains_one_step_with_env_actors_on_the_second_node(two_nodes, tmp_path):
+    import torch
+
+    from trainer.config import load_config
+    from trainer.pipeline import Pipeline
+
+    config = load_config(
+        None,
+        [
+            "model.name=tiny-random",
+            # a 2x2 lake, replies constrained to the action words: returns differ in a group,
+            # so advantages are not all zero and the step must move the weights
+            "env.id=FrozenLake-v0",
+            "env.kwargs={desc: [SF, FG], answer_format: {tag: null}}",
+            "env.constrain_to_actions=true",
+            "env.group_size=4",
+            "env.groups_per_step=2",
+            "env.max_turns=3",
+            "sampling.max_new_tokens=1",
+            "optim.lr=1e-3",
+            "train.loggers=[jsonl]",
+            f"train.output_dir={tmp_path}",
+            "rollout.mode=ray",
+            "rollout.env_managers=2",
+            "rollout.generator_cpus=0",
+            "rollout.env_manager_resources={env_node: 0.5}",
+        ],
+    )
+    pipeline = Pipeline(config, log=None)
+    try:
+        before = [p.detach().clone() for p in pipeline.strategy.model.parameters()]
+        metrics = pipeline.train_step()
+        assert metrics["rollout/episodes_finished"] == 8
+        after = list(pipeline.strategy.model.parameters())
+        assert any(not torch.equal(b, a) for b, a in zip(before, after, strict=True))
+        actors = pipeline.rollouts.env_actors
+        nodes = {ray.get(a.get_stats.remote())["node_id"] for a in actors}
+        assert nodes == {two_nodes.node_id}
+        assert {s["version"] for s in pipeline.rollouts.fleet.stats()} == {1}
+    finally:
+        pipeline.close()

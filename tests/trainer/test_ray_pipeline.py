@@ -1,0 +1,92 @@
+"""The pipeline with ``rollout.mode=ray``: env manager actors and a generator fleet on a real
+local Ray cluster, training overlapping rollouts within ``async_generation_ratio`` steps."""
+
+from __future__ import annotations
+
+import pytest
+
+ray = pytest.importorskip("ray")
+torch = pytest.importorskip("torch")
+
+from trainer.config import ConfigError, load_config  # noqa: E402
+from trainer.pipeline import Pipeline  # noqa: E402
+
+# the FrozenLake setting of tests/trainer/test_pipeline.py: returns differ inside a group
+BASE = [
+    "model.name=tiny-random",
+    "env.id=FrozenLake-v0",
+    "env.kwargs={desc: [SF, FG], answer_format: {tag: null}}",
+    "env.constrain_to_actions=true",
+    "env.group_size=4",
+    "env.groups_per_step=2",
+    "env.max_turns=3",
+    "sampling.max_new_tokens=1",
+    "optim.lr=1e-3",
+    "train.loggers=[jsonl]",
+    "train.eval_groups=3",
+    "rollout.mode=ray",
+    "rollout.env_managers=2",
+    "rollout.envs_per_manager=4",
+    "rollout.generator_cpus=0",
+    "rollout.weight_bucket_mb=1",
+]
+
+
+@pytest.fixture
+def local_ray():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def _trainable(pipeline: Pipeline) -> dict[str, torch.Tensor]:
+    return {n: p.detach().clone() for n, p in pipeline.strategy.model.named_parameters()}
+
+
+def test_async_steps_train_on_groups_at_most_k_versions_old(tmp_path, local_ray):
+    config = load_config(
+        None, [*BASE, f"train.output_dir={tmp_path}", "rollout.async_generation_ratio=1"]
+    )
+    pipeline = Pipeline(config, log=None)
+    try:
+        before = _trainable(pipeline)
+        first = pipeline.train_step()
+        # step 1 started its own groups and step 2's (k=1), all under version 0
+        assert pipeline.rollouts.scheduler.pending_groups == 2
+        assert first["rollout/staleness_max"] == 0.0
+        assert first["rollout/episodes_finished"] >= 8
+        second = pipeline.train_step()
+        assert second["rollout/staleness_max"] <= 1.0  # step 2 may train on version-0 groups
+        after = _trainable(pipeline)
+        assert any(not torch.equal(before[n], after[n]) for n in before)
+        versions = {s["version"] for s in pipeline.rollouts.fleet.stats()}
+        assert versions == {2}  # both updates were pushed to the fleet
+        evaluation = pipeline.evaluate()
+        assert 0.0 <= evaluation["eval/success"] <= 1.0
+        assert evaluation["eval/turns"] >= 1.0
+    finally:
+        pipeline.close()
+    assert ray.is_initialized()  # the pipeline did not start Ray here, so it leaves it running
+
+
+def test_the_fleet_serves_the_policys_weights_from_the_start(tmp_path, local_ray):
+    config = load_config(None, [*BASE, f"train.output_dir={tmp_path}", "train.seed=3"])
+    pipeline = Pipeline(config, log=None)
+    try:
+        from trainer.generation import make_generator
+        from trainer.generation.base import SamplingParams
+
+        greedy = SamplingParams(max_new_tokens=6, temperature=0.0)
+        local = make_generator("continuous", pipeline.strategy.model, pipeline.tokenizer)
+        expected = local.generate([[1, 2, 3]], greedy)[0].token_ids
+        replica = pipeline.rollouts.fleet.replicas[0]
+        assert ray.get(replica.generate.remote([1, 2, 3], greedy)).token_ids == expected
+    finally:
+        pipeline.close()
+
+
+def test_ray_only_settings_are_refused_in_local_mode():
+    with pytest.raises(
+        ConfigError, match=r"rollout\.async_generation_ratio needs rollout\.mode=ray"
+    ):
+        load_config(None, ["rollout.async_generation_ratio=2"])

@@ -1,0 +1,166 @@
+"""``RayRollouts``: a training run's rollouts on Ray (``rollout.mode: ray``).
+
+The pipeline stays the single controller; this object owns the Ray side of it:
+
+* a :class:`~trainer.generation.fleet.GeneratorFleet` (``rollout.generator_replicas``),
+* ``rollout.env_managers`` :class:`~trainer.rollout.env_actor.EnvManagerActor` actors with
+  ``rollout.envs_per_manager`` envs each, placed by ``rollout.env_manager_resources``,
+* a :class:`~trainer.rollout.scheduler.RolloutScheduler` for training groups (redundancy,
+  timeouts, retries, staleness) and one for greedy evaluation episodes.
+
+Asynchronous training (``rollout.async_generation_ratio = k``): before step n collects its
+groups, the groups of steps n .. n+k are all started, under the weights of version n-1. So while
+step n trains, the episodes of the next k steps keep playing against the fleet, which gets the
+new weights between two of its batches. A group trained at step n started at most k versions
+earlier; an older one (it finished late) is dropped and replaced, never trained on. With
+``k = 0`` every group of step n starts under version n-1 and rollout and training alternate.
+
+Example:
+    >>> rollouts = RayRollouts(config, "tiny-random", tokenizer, sampling)  # doctest: +SKIP
+    >>> rollouts.push_weights(policy.state_dict(), version=0)  # doctest: +SKIP
+    >>> trajectories = rollouts.rollout(step=1, version=0)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainer.config import Config
+from trainer.generation.base import SamplingParams
+from trainer.generation.fleet import GeneratorFleet
+from trainer.rollout.env_actor import launch_env_managers
+from trainer.rollout.scheduler import RolloutScheduler
+from trainer.rollout.trajectory import Trajectory
+
+__all__ = ["RayRollouts"]
+
+
+class RayRollouts:
+    """Env manager actors, a generator fleet and the schedulers over them, as ``config`` says.
+
+    Args:
+        config: the run's configuration (its ``rollout``, ``env`` and ``generation`` sections).
+        model: the model the fleet starts from (a preset or a model folder); the pipeline
+            pushes its policy's weights before the first step anyway.
+        tokenizer: the policy's tokenizer (env actors get a torch-free copy of it).
+        sampling: sampling parameters of training episodes.
+    """
+
+    def __init__(
+        self, config: Config, model: str, tokenizer: Any, sampling: SamplingParams
+    ) -> None:
+        import ray
+
+        self.config = config
+        settings, env = config.rollout, config.env
+        self._started_ray = not ray.is_initialized()
+        if self._started_ray:
+            ray.init(address=settings.ray_address, include_dashboard=False, log_to_driver=False)
+        generation = config.generation
+        options: dict[str, Any] = {"max_batch_size": generation.max_batch_size}
+        if generation.dtype != "float32":
+            options["dtype"] = generation.dtype
+        self.fleet = GeneratorFleet(
+            model,
+            replicas=settings.generator_replicas,
+            bucket_mb=settings.weight_bucket_mb,
+            num_cpus=settings.generator_cpus,
+            backend=generation.backend,
+            seed=config.train.seed,
+            torch_threads=settings.generator_threads,
+            **options,
+        )
+        placement = (
+            {"resources": dict(settings.env_manager_resources)}
+            if settings.env_manager_resources
+            else None
+        )
+        self.env_actors = launch_env_managers(
+            settings.env_managers,
+            env.id,
+            tokenizer,
+            self.fleet.replicas,
+            num_cpus=settings.env_manager_cpus,
+            actor_options=placement,
+            max_envs=settings.envs_per_manager,
+            episode_timeout_s=settings.episode_timeout_s,
+            sampling=sampling,
+            env_kwargs=env.kwargs,
+            max_turns=env.max_turns,
+            context=env.context,
+            window=env.window,
+            max_context_tokens=env.max_context_tokens,
+        )
+        self.scheduler = RolloutScheduler(
+            self.env_actors,
+            group_size=env.group_size,
+            redundancy=settings.redundancy,
+            max_staleness=settings.async_generation_ratio,
+            max_retries=settings.max_retries,
+        )
+        self.eval_scheduler = RolloutScheduler(
+            self.env_actors, group_size=1, max_retries=settings.max_retries
+        )
+        self._groups_submitted = 0
+        self._group_version: dict[int, int] = {}
+
+    def _group_seed(self, number: int) -> int:
+        """The reset seed of the run's ``number``-th training group (its data order)."""
+        from trainer.pipeline import step_seeds
+
+        groups = self.config.env.groups_per_step
+        step, index = divmod(number, groups)
+        return step_seeds(self.config.train.seed, step + 1, groups)[index]
+
+    def rollout(self, step: int, version: int) -> list[Trajectory]:
+        """The trajectories of step ``step``'s ``env.groups_per_step`` groups.
+
+        Starts the groups of steps ``step .. step + async_generation_ratio`` that are not
+        running yet (under weights ``version``), replacing any dropped as stale, then waits for
+        the oldest complete ones.
+        """
+        per_step = self.config.env.groups_per_step
+        self.scheduler.drop_stale(version)
+        wanted = per_step * (self.config.rollout.async_generation_ratio + 1)
+        while self.scheduler.pending_groups < wanted:
+            number = self._groups_submitted
+            self.scheduler.submit(self._group_seed(number), group_id=number, version=version)
+            self._group_version[number] = version
+            self._groups_submitted += 1
+        groups = self.scheduler.collect(per_step, version)
+        self.last_staleness = [version - self._group_version.pop(g.group_id) for g in groups]
+        return [t for g in groups for t in g.trajectories]
+
+    def evaluate(
+        self, seeds: list[int], sampling: SamplingParams, version: int
+    ) -> list[Trajectory]:
+        """One episode per seed with ``sampling`` (greedy evaluation), in seed order."""
+        for index, seed in enumerate(seeds):
+            self.eval_scheduler.submit(seed, group_id=index, version=version, sampling=sampling)
+        groups = sorted(self.eval_scheduler.collect(len(seeds), version), key=lambda g: g.group_id)
+        return [t for g in groups for t in g.trajectories]
+
+    def push_weights(self, state_dict: Any, version: int) -> None:
+        """Sends the policy's weights to every generator replica (in buckets)."""
+        self.fleet.push_weights(state_dict, version)
+
+    def metrics(self) -> dict[str, float]:
+        """The schedulers' counters and the staleness of the last step's groups."""
+        out = {f"rollout/{name}": float(v) for name, v in self.scheduler.metrics.items()}
+        staleness = getattr(self, "last_staleness", [])
+        if staleness:
+            out["rollout/staleness_mean"] = sum(staleness) / len(staleness)
+            out["rollout/staleness_max"] = float(max(staleness))
+        return out
+
+    def shutdown(self) -> None:
+        """Aborts what runs, stops the actors, and stops Ray if this object started it."""
+        import ray
+
+        self.scheduler.cancel_all()
+        self.eval_scheduler.cancel_all()
+        for actor in self.env_actors:
+            ray.kill(actor, no_restart=True)
+        self.fleet.shutdown()
+        if self._started_ray:
+            ray.shutdown()
