@@ -106,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_check_command(commands)
     _add_train_command(commands)
     _add_sft_command(commands)
+    _add_serve_command(commands)
     return parser
 
 
@@ -240,6 +241,57 @@ def _add_sft_command(commands: argparse._SubParsersAction) -> None:
     _add_run_options(parser)
     parser.add_argument("--episodes", type=_positive_int, help="sft.episodes")
     parser.set_defaults(handler=run_sft)
+
+
+def _add_serve_command(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "serve",
+        help="Serve a model through an OpenAI-compatible API.",
+        description="Serve a model with rollenv's engine (request batching, continuous "
+        "batching) at /v1/models, /v1/completions and /v1/chat/completions, for evaluation "
+        f"and other tools. Needs the [serve] extra: {INSTALL_COMMANDS['serve']}",
+    )
+    parser.add_argument(
+        "--model",
+        default="smollm2-135m",
+        help="smollm2-135m (default), tiny-random, or a model folder (a run's checkpoint "
+        "model folder works)",
+    )
+    parser.add_argument("--name", help="the model id clients send (default: --model)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument("--port", type=_non_negative_int, default=8000, help="port (8000)")
+    parser.add_argument(
+        "--max-batch-size", type=_positive_int, default=64, help="sequences decoded at once"
+    )
+    parser.add_argument(
+        "--dtype", choices=["float32", "bfloat16"], default="float32", help="weights' dtype"
+    )
+    parser.set_defaults(handler=run_serve)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """``roll-agent serve``: our engine behind an OpenAI-compatible API until Ctrl-C."""
+    require_extra("torch", "train")
+    require_extra("fastapi", "serve")
+    require_extra("uvicorn", "serve")
+    from trainer.models import ModelLoadError
+    from trainer.openai_server import serve
+
+    options = {"dtype": args.dtype} if args.dtype != "float32" else {}
+    try:
+        serve(
+            args.model,
+            host=args.host,
+            port=args.port,
+            name=args.name,
+            max_batch_size=args.max_batch_size,
+            **options,
+        )
+    except ModelLoadError as error:
+        raise UsageError(str(error)) from None
+    except OSError as error:
+        raise UsageError(f"cannot listen on {args.host}:{args.port}: {error}") from None
+    return 0
 
 
 # ---------------------------------------------------------------------------------- main

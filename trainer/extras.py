@@ -12,6 +12,7 @@ from types import ModuleType
 #: in several GB of CUDA packages.
 INSTALL_COMMANDS = {
     "train": "pip install torch==2.13.0 && pip install 'rollenv[train]'",
+    "serve": "pip install torch==2.13.0 && pip install 'rollenv[train,serve]'",
 }
 
 

@@ -8,7 +8,7 @@ Example:
     >>> make_generator("vllm-typo", None, None)
     Traceback (most recent call last):
     ...
-    ValueError: unknown generation backend 'vllm-typo'; available: 'continuous', 'hf'
+    ValueError: unknown generation backend 'vllm-typo'; available: 'continuous', 'hf', 'openai'
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ __all__ = [
 BACKENDS: dict[str, str] = {
     "continuous": "trainer.generation.continuous:ContinuousGenerator",
     "hf": "trainer.generation.hf:HFGenerator",
+    "openai": "trainer.generation.openai_client:OpenAIGenerator",
 }
 
 
@@ -41,8 +42,10 @@ def make_generator(backend: str, model: Any, tokenizer: Any, **kwargs: Any) -> G
 
     Args:
         backend: one of :data:`BACKENDS` (``"continuous"``: the fast in-process engine, the
-            default; ``"hf"``: the simple reference loop).
-        model: the model the backend generates with (it takes ownership of it).
+            default; ``"hf"``: the simple reference loop; ``"openai"``: a server's
+            ``/v1/completions``, given ``base_url``).
+        model: the model the backend generates with (it takes ownership of it); for
+            ``"openai"`` the model id the server serves.
         tokenizer: its tokenizer.
         **kwargs: passed to the backend's constructor (for ``"continuous"`` and ``"hf"``:
             ``device``, ``max_batch_size``).

@@ -1,0 +1,137 @@
+"""``roll-agent serve`` for real: a uvicorn server on 127.0.0.1 over the tiny random model,
+queried with the ``openai`` client and through the ``openai`` generation backend."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("fastapi")
+uvicorn = pytest.importorskip("uvicorn")
+openai = pytest.importorskip("openai")
+
+from trainer.cli import main  # noqa: E402
+from trainer.generation import make_generator  # noqa: E402
+from trainer.generation.actor import GeneratorActor  # noqa: E402
+from trainer.generation.base import SamplingParams  # noqa: E402
+from trainer.models import load_model  # noqa: E402
+from trainer.openai_server import build_app, listening_socket  # noqa: E402
+from trainer.rollout.env_manager import EnvManager  # noqa: E402
+
+MODEL = "tiny-random"
+PROMPTS = [[1, 2, 3, 4], [40, 41, 42], [7] * 12]
+
+
+@pytest.fixture(scope="module")
+def served():
+    engine = GeneratorActor(MODEL, seed=0, batch_wait_s=0.01)
+    sock = listening_socket()  # bound before the server runs: no waiting for it to start
+    server = uvicorn.Server(uvicorn.Config(build_app(engine, MODEL), log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    host, port = sock.getsockname()[:2]
+    yield engine, f"http://{host}:{port}/v1"
+    server.should_exit = True
+    thread.join(timeout=30)
+    sock.close()
+
+
+@pytest.fixture(scope="module")
+def local():
+    model, tokenizer = load_model(MODEL, seed=0)
+    return make_generator("continuous", model, tokenizer), tokenizer
+
+
+def _client(url: str):
+    return openai.OpenAI(base_url=url, api_key="EMPTY", max_retries=0)
+
+
+def test_models_lists_the_served_model(served):
+    _, url = served
+    assert [m.id for m in _client(url).models.list().data] == [MODEL]
+
+
+def test_openai_backend_gets_the_engines_exact_tokens_and_logprobs(served, local):
+    _, url = served
+    reference, tokenizer = local
+    params = SamplingParams(max_new_tokens=10, temperature=0.0)
+    remote = make_generator("openai", MODEL, tokenizer, base_url=url)
+    theirs, ours = remote.generate(PROMPTS, params), reference.generate(PROMPTS, params)
+    for got, want in zip(theirs, ours, strict=True):
+        assert got.token_ids == want.token_ids
+        assert got.finish_reason == want.finish_reason
+        assert got.logprobs == pytest.approx(want.logprobs, abs=1e-4)
+
+
+def test_concurrent_requests_are_batched(served, local):
+    engine, url = served
+    _, tokenizer = local
+    remote = make_generator("openai", MODEL, tokenizer, base_url=url)
+    remote.generate([[5, 6, 7 + i] for i in range(8)], SamplingParams(max_new_tokens=4, seed=1))
+    assert engine.stats["largest_batch"] > 1
+
+
+def test_chat_and_text_completions_decode_the_greedy_reply(served, local):
+    _, url = served
+    reference, tokenizer = local
+    messages = [{"role": "user", "content": "Push the box onto the target."}]
+    prompt = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    prompt_ids = tokenizer.encode(prompt, add_special_tokens=False)
+    greedy = SamplingParams(
+        max_new_tokens=8, temperature=0.0, stop_token_ids=(tokenizer.eos_token_id,)
+    )
+    expected = tokenizer.decode(
+        reference.generate([prompt_ids], greedy)[0].token_ids, skip_special_tokens=True
+    )
+    client = _client(url)
+    chat = client.chat.completions.create(
+        model=MODEL, messages=messages, max_tokens=8, temperature=0.0
+    )
+    assert chat.choices[0].message.content == expected
+    assert chat.usage.prompt_tokens == len(prompt_ids)
+    text = client.completions.create(model=MODEL, prompt=prompt, max_tokens=8, temperature=0.0)
+    assert text.choices[0].text == expected
+
+
+def test_bad_requests_get_clear_errors(served):
+    _, url = served
+    client = _client(url)
+    with pytest.raises(openai.NotFoundError, match="is not served here"):
+        client.completions.create(model="gpt-4", prompt="hi", max_tokens=2)
+    with pytest.raises(openai.BadRequestError, match="token ids"):
+        client.completions.create(model=MODEL, prompt=[10**9], max_tokens=2)
+    with pytest.raises(openai.BadRequestError, match="temperature: Input should be greater"):
+        client.completions.create(model=MODEL, prompt="hi", max_tokens=2, temperature=-1)
+
+
+def test_an_env_manager_plays_episodes_through_the_server(served, local):
+    _, url = served
+    _, tokenizer = local
+    remote = make_generator("openai", MODEL, tokenizer, base_url=url)
+    manager = EnvManager(
+        "Sokoban-v0",
+        tokenizer,
+        remote,
+        group_size=2,
+        max_turns=2,
+        sampling=SamplingParams(max_new_tokens=6, stop_token_ids=(tokenizer.eos_token_id,)),
+    )
+    trajectories = manager.rollout(seeds=[3])
+    assert [len(t.turns) for t in trajectories] == [2, 2]
+    for sample in (s for t in trajectories for s in t.samples):
+        assert sum(sample.loss_mask) > 0
+
+
+def test_the_server_refuses_new_weights_with_the_reason(local):
+    _, tokenizer = local
+    remote = make_generator("openai", MODEL, tokenizer, base_url="http://127.0.0.1:9/v1")
+    with pytest.raises(NotImplementedError, match="serves its own weights"):
+        remote.update_weights({})
+
+
+def test_serve_with_an_unknown_model_is_one_error_line(capsys):
+    assert main(["serve", "--model", "smollm-135", "--port", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "smollm2-135m" in err[0]

@@ -1,0 +1,240 @@
+"""``roll-agent serve``: our generation engine behind an OpenAI-compatible HTTP API.
+
+Endpoints: ``GET /v1/models``, ``POST /v1/completions`` (a text prompt or a list of token ids)
+and ``POST /v1/chat/completions`` (messages rendered with the model's chat template). Requests
+that arrive together are sampled in one batch by a
+:class:`~trainer.generation.actor.GeneratorActor` running in the server's event loop.
+
+Token in, token out, as vLLM does it: a completion request may send ``prompt`` as token ids
+and ask for ``logprobs`` with ``return_tokens_as_token_ids: true``; each returned token is then
+``"token_id:<id>"`` with its log-probability, so a client such as
+:class:`~trainer.generation.openai_client.OpenAIGenerator` gets exactly the sampled ids.
+``top_k`` and ``stop_token_ids`` are accepted as vLLM's extra parameters.
+
+Example:
+    >>> app = build_app(GeneratorActor("tiny-random"), "tiny-random")  # doctest: +SKIP
+    >>> serve("tiny-random", port=8000)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+import uuid
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from trainer.generation.actor import GeneratorActor
+from trainer.generation.base import GenerationOutput, SamplingParams
+
+__all__ = ["build_app", "serve"]
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="ignore")  # OpenAI clients send fields we do not use
+
+    model: str
+    max_tokens: int | None = Field(None, gt=0)
+    temperature: float = Field(1.0, ge=0.0)
+    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    top_k: int = Field(0, ge=-1)  # vLLM's extra parameter; -1 or 0 keep every token
+    seed: int | None = None
+    n: int = Field(1, ge=1, le=1)
+    stop_token_ids: list[int] = []
+
+
+class CompletionRequest(_Request):
+    prompt: str | list[int]
+    logprobs: int | None = Field(None, ge=0, le=1)
+    return_tokens_as_token_ids: bool = False
+
+
+class ChatMessage(BaseModel):
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str
+
+
+class ChatRequest(_Request):
+    messages: list[ChatMessage] = Field(min_length=1)
+    logprobs: bool = False
+
+
+def build_app(server: GeneratorActor, model_name: str, *, max_tokens: int = 256) -> Any:
+    """The FastAPI app serving ``server``'s model as ``model_name``.
+
+    Args:
+        server: the engine (its ``generate`` batches concurrent requests).
+        model_name: the id ``/v1/models`` lists and requests must name.
+        max_tokens: the reply length when a request gives none.
+    """
+    from fastapi import FastAPI, HTTPException, Request
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import JSONResponse
+
+    tokenizer = server.tokenizer
+    app = FastAPI(title=f"rollenv: {model_name}")
+    created = int(time.time())
+
+    # errors in OpenAI's shape, so clients show the message; a bad field is a 400 that names it
+    def error(status: int, message: str) -> JSONResponse:
+        body = {"error": {"message": message, "type": "invalid_request_error", "code": status}}
+        return JSONResponse(body, status_code=status)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        return error(exc.status_code, str(exc.detail))
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = [
+            f"{'.'.join(str(p) for p in e['loc'] if p != 'body')}: {e['msg']}" for e in exc.errors()
+        ]
+        return error(400, "; ".join(problems))
+
+    def check_model(request: _Request) -> None:
+        if request.model != model_name:
+            raise HTTPException(
+                status_code=404,
+                detail=f"model {request.model!r} is not served here; this server has "
+                f"{model_name!r} (GET /v1/models)",
+            )
+
+    def sampling(request: _Request) -> SamplingParams:
+        stops = tuple(dict.fromkeys([tokenizer.eos_token_id, *request.stop_token_ids]))
+        return SamplingParams(
+            max_new_tokens=request.max_tokens or max_tokens,
+            temperature=request.temperature,
+            top_p=request.top_p,
+            top_k=max(request.top_k, 0),
+            stop_token_ids=stops,
+            seed=request.seed,
+        )
+
+    def text_of(output: GenerationOutput) -> str:
+        return tokenizer.decode(output.token_ids, skip_special_tokens=True)
+
+    def usage(prompt: list[int], output: GenerationOutput) -> dict[str, int]:
+        n = len(output.token_ids)
+        return {
+            "prompt_tokens": len(prompt),
+            "completion_tokens": n,
+            "total_tokens": len(prompt) + n,
+        }
+
+    @app.get("/v1/models")
+    async def models() -> dict[str, Any]:
+        return {
+            "object": "list",
+            "data": [
+                {"id": model_name, "object": "model", "created": created, "owned_by": "rollenv"}
+            ],
+        }
+
+    @app.post("/v1/completions")
+    async def completions(request: CompletionRequest) -> dict[str, Any]:
+        check_model(request)
+        if isinstance(request.prompt, str):
+            prompt = tokenizer.encode(request.prompt, add_special_tokens=False)
+        else:
+            prompt = list(request.prompt)
+        vocab = len(tokenizer)
+        if not prompt or any(not 0 <= t < vocab for t in prompt):
+            raise HTTPException(
+                status_code=400, detail=f"prompt must be text or token ids in [0, {vocab})"
+            )
+        output = await server.generate(prompt, sampling(request))
+        choice: dict[str, Any] = {
+            "index": 0,
+            "text": text_of(output),
+            "finish_reason": output.finish_reason,
+            "logprobs": None,
+        }
+        if request.logprobs is not None:
+            as_ids = request.return_tokens_as_token_ids
+            choice["logprobs"] = {
+                "tokens": [
+                    f"token_id:{t}" if as_ids else tokenizer.decode([t]) for t in output.token_ids
+                ],
+                "token_logprobs": list(output.logprobs),
+                "top_logprobs": None,
+                "text_offset": None,
+            }
+        return {
+            "id": f"cmpl-{uuid.uuid4().hex}",
+            "object": "text_completion",
+            "created": int(time.time()),
+            "model": model_name,
+            "choices": [choice],
+            "usage": usage(prompt, output),
+        }
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions(request: ChatRequest) -> dict[str, Any]:
+        check_model(request)
+        messages = [m.model_dump() for m in request.messages]
+        prompt = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        prompt_ids = tokenizer.encode(prompt, add_special_tokens=False)
+        output = await server.generate(prompt_ids, sampling(request))
+        choice: dict[str, Any] = {
+            "index": 0,
+            "message": {"role": "assistant", "content": text_of(output)},
+            "finish_reason": output.finish_reason,
+            "logprobs": None,
+        }
+        if request.logprobs:
+            choice["logprobs"] = {
+                "content": [
+                    {"token": tokenizer.decode([t]), "logprob": lp, "top_logprobs": []}
+                    for t, lp in zip(output.token_ids, output.logprobs, strict=True)
+                ]
+            }
+        return {
+            "id": f"chatcmpl-{uuid.uuid4().hex}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model_name,
+            "choices": [choice],
+            "usage": usage(prompt_ids, output),
+        }
+
+    return app
+
+
+def listening_socket(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
+    """A bound, listening TCP socket (``port=0``: a free port, read back with
+    ``getsockname()``). Connections made before the server runs wait in its backlog."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    return sock
+
+
+def serve(
+    model: str,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    name: str | None = None,
+    sock: socket.socket | None = None,
+    **engine_options: Any,
+) -> None:
+    """Serves ``model`` until interrupted.
+
+    Args:
+        model: a name :func:`trainer.models.load_model` accepts.
+        host, port: where to listen (ignored when ``sock`` is given).
+        name: the model id clients use (default: ``model``).
+        sock: an already listening socket (tests pass one bound to a free port).
+        **engine_options: passed to :class:`GeneratorActor` (``backend``, ``max_batch_size``,
+            ``dtype``, ``torch_threads``...).
+    """
+    import uvicorn
+
+    app = build_app(GeneratorActor(model, **engine_options), name or model)
+    sock = sock or listening_socket(host, port)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    host, port = sock.getsockname()[:2]
+    print(f"Serving {name or model} at http://{host}:{port}/v1 (Ctrl-C stops)", flush=True)
+    server.run(sockets=[sock])
