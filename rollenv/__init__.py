@@ -10,6 +10,7 @@ Example:
 """
 
 from rollenv.actions import AnswerFormat
+from rollenv.mixture import MixtureEnv, make_mixture
 from rollenv.registration import (
     EnvSpec,
     UnknownEnvError,
@@ -26,9 +27,11 @@ __version__ = "0.1.0"
 __all__ = [
     "AnswerFormat",
     "EnvSpec",
+    "MixtureEnv",
     "TextEnv",
     "UnknownEnvError",
     "make",
+    "make_mixture",
     "pprint_registry",
     "register",
     "registry",

@@ -104,6 +104,7 @@ class EnvRegistry(Mapping[str, EnvSpec]):
             if self._plugins_loaded:
                 return
             self._plugins_loaded = True
+            self._run_plugin("rollenv", _register_builtin_envs)
             self.plugin_failures = load_plugins(self._run_plugin)
 
     def _run_plugin(self, name: str, register_function: Callable[[], object]) -> None:
@@ -181,6 +182,19 @@ class EnvRegistry(Mapping[str, EnvSpec]):
             names = ", ".join(f.name for f in self.plugin_failures)
             message += f" (Plugins that failed to load: {names}.)"
         return message
+
+
+def _register_builtin_envs() -> None:
+    """Registers rollenv's own ids (before any plugin's): ``Mixture-v0``."""
+    from rollenv.mixture import DEFAULT_MIX, MIXTURE_ID  # it imports this module
+
+    register(
+        MIXTURE_ID,
+        "rollenv.mixture:MixtureEnv",
+        # no time limit: each member truncates its own episodes
+        kwargs={"mix": dict(DEFAULT_MIX)},
+        description="a weighted mix of envs, one per episode (mix={env_id: ratio})",
+    )
 
 
 registry = EnvRegistry()
