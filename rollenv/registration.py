@@ -79,6 +79,7 @@ class EnvRegistry(Mapping[str, EnvSpec]):
     def __init__(self) -> None:
         self._specs: dict[str, EnvSpec] = {}
         self._plugins_loaded = False
+        self._plugins_loading = False
         self._loading_plugin: str | None = None
         self._lock = threading.RLock()
         self.plugin_failures: list[PluginFailure] = []
@@ -97,15 +98,23 @@ class EnvRegistry(Mapping[str, EnvSpec]):
         return len(self._specs)
 
     def load_plugins(self) -> None:
-        """Runs every ``rollenv.envs`` plugin's registration function, once."""
+        """Runs every ``rollenv.envs`` plugin's registration function, once.
+
+        Another thread that reads the registry meanwhile waits until every plugin is in.
+        """
         if self._plugins_loaded:
             return
         with self._lock:
-            if self._plugins_loaded:
+            # loading: a plugin of this thread reads the registry while it registers
+            if self._plugins_loaded or self._plugins_loading:
                 return
-            self._plugins_loaded = True
-            self._run_plugin("rollenv", _register_builtin_envs)
-            self.plugin_failures = load_plugins(self._run_plugin)
+            self._plugins_loading = True
+            try:
+                self._run_plugin("rollenv", _register_builtin_envs)
+                self.plugin_failures = load_plugins(self._run_plugin)
+            finally:
+                self._plugins_loading = False
+                self._plugins_loaded = True
 
     def _run_plugin(self, name: str, register_function: Callable[[], object]) -> None:
         before = set(self._specs)

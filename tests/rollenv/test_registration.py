@@ -79,3 +79,32 @@ def test_pprint_registry_groups_by_family():
     text = rollenv.pprint_registry(disable_print=True)
     assert "===== sokoban =====" in text and "===== frozenlake =====" in text
     assert "LargerSokoban-v0" in text and "FrozenLake8x8-v0" in text
+
+
+def test_a_thread_reading_the_registry_while_another_loads_plugins_waits_for_them(monkeypatch):
+    import threading
+
+    from rollenv import registration
+
+    registry = registration.EnvRegistry()
+    spec = registration.EnvSpec("ThreadedLoad-v0", "environments.frozenlake.env:FrozenLakeEnv")
+    loading, read_done = threading.Event(), threading.Event()
+
+    def slow_plugins(run):
+        loading.set()
+        # before the fix a reader saw the half-loaded registry here and set read_done at once;
+        # now it waits on the lock, so this wait runs out and loading goes on
+        read_done.wait(timeout=0.5)
+        run("late", lambda: registry.add(spec))
+        return []
+
+    monkeypatch.setattr(registration, "_register_builtin_envs", lambda: None)
+    monkeypatch.setattr(registration, "load_plugins", slow_plugins)
+    loader = threading.Thread(target=registry.load_plugins)
+    loader.start()
+    loading.wait()
+    seen = list(registry)  # read from this thread while the plugins load
+    read_done.set()
+    loader.join()
+    registry._remove(spec.id)  # out of Gymnasium's registry again
+    assert seen == ["ThreadedLoad-v0"]
