@@ -21,7 +21,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 AlgorithmName = Literal["starpo", "grpo", "gigpo", "ppo", "rloo", "reinforce++"]
 
@@ -46,9 +53,30 @@ class ModelConfig(_Section):
     lora: LoraConfig | None = None
 
 
+class MixMemberConfig(_Section):
+    """One member of ``env.mix`` given with its own ``rollenv.make`` kwargs."""
+
+    ratio: float = Field(gt=0.0)
+    kwargs: dict[str, Any] = {}
+
+
+MIXTURE_ID = "Mixture-v0"
+
+
 class EnvConfig(_Section):
+    """The env of a run: ``id`` with ``kwargs``, or a mix of envs.
+
+    ``mix`` trains on ``Mixture-v0``: each group plays one member, picked from its seed with
+    the given ratios (normalised), and metrics are also reported per member. A value is a ratio
+    or ``{ratio: r, kwargs: {...}}`` (that member's ``rollenv.make`` kwargs); e.g. in YAML
+    ``mix: {MathVerify-v0: 0.4, CodeSandbox-v0: 0.3, SimpleSokoban-v0: {ratio: 0.3, kwargs:
+    {max_actions: 20}}}``. With a mix, ``id`` is left unset (it becomes ``Mixture-v0``) and
+    ``kwargs`` empty.
+    """
+
     id: str = "Sokoban-v0"
     kwargs: dict[str, Any] = {}
+    mix: dict[str, float | MixMemberConfig] | None = None
     group_size: int = Field(8, gt=0)
     groups_per_step: int = Field(4, gt=0)
     max_turns: int = Field(10, gt=0)
@@ -56,6 +84,52 @@ class EnvConfig(_Section):
     window: int = Field(2, ge=0)
     max_context_tokens: int = Field(2048, gt=0)
     constrain_to_actions: bool = False
+
+    @field_validator("mix", mode="before")
+    @classmethod
+    def _mix_shape(cls, mix: Any) -> Any:
+        if mix is None:
+            return None
+        if not isinstance(mix, dict) or not mix:
+            raise ValueError(
+                "must map env ids to ratios, e.g. {FrozenLake-v0: 0.5, "
+                f"SimpleSokoban-v0: 0.5}} (got {mix!r})"
+            )
+        for env_id, value in mix.items():
+            ratio = value.get("ratio") if isinstance(value, dict) else value
+            if isinstance(ratio, bool) or not isinstance(ratio, int | float) or not ratio > 0:
+                raise ValueError(
+                    f"{env_id!r} must be a ratio > 0 or {{ratio: r, kwargs: {{...}}}} "
+                    f"(got {value!r})"
+                )
+        return mix
+
+    @model_validator(mode="after")
+    def _mix_replaces_id(self) -> EnvConfig:
+        if self.mix is not None:
+            if "id" in self.model_fields_set and self.id != MIXTURE_ID:
+                raise ValueError(
+                    f"env.mix trains on {MIXTURE_ID} and ignores env.id: leave env.id unset or "
+                    f"set it to {MIXTURE_ID} (got {self.id!r})"
+                )
+            self.id = MIXTURE_ID
+            if self.kwargs:
+                raise ValueError(
+                    "env.kwargs belongs to env.id: with env.mix give a member's kwargs as "
+                    "env.mix.<id>: {ratio: r, kwargs: {...}}"
+                )
+        return self
+
+    @property
+    def make_kwargs(self) -> dict[str, Any]:
+        """The ``rollenv.make`` kwargs of ``id``: ``kwargs``, or ``{"mix": ...}`` with a mix."""
+        if self.mix is None:
+            return dict(self.kwargs)
+        mix = {
+            env_id: value.model_dump() if isinstance(value, MixMemberConfig) else value
+            for env_id, value in self.mix.items()
+        }
+        return {"mix": mix}
 
 
 class SamplingConfig(_Section):
