@@ -16,10 +16,11 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from environments.webshop.deps import require
@@ -59,6 +60,7 @@ class BrowserHost:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="webshop-browser")
         self._playwright: Any = None
         self.browser: Any = None
+        self._doomed: list[Any] = []  # contexts of collected envs, closed at the next call
         try:
             self.call(self._launch, executable_path)
         except BaseException:
@@ -74,11 +76,14 @@ class BrowserHost:
 
     def call(self, function: Callable[..., T], *args: Any) -> T:
         """Runs ``function(*args)`` in the browser thread and returns its result."""
-        return self._executor.submit(function, *args).result()
+        return self._executor.submit(self._run, function, args).result()
 
-    def call_later(self, function: Callable[..., Any], *args: Any) -> Future:
-        """Queues ``function(*args)`` in the browser thread without waiting for it."""
-        return self._executor.submit(function, *args)
+    def _run(self, function: Callable[..., T], args: tuple[Any, ...]) -> T:
+        while self._doomed:
+            context = self._doomed.pop()
+            with contextlib.suppress(Exception):
+                context.close()
+        return function(*args)
 
     def new_page(self) -> tuple[Any, Any]:
         """A fresh context and its page (call it through ``call``)."""
@@ -104,26 +109,47 @@ class BrowserHost:
 _host: BrowserHost | None = None
 _users = 0
 _lock = threading.Lock()
+# (host, context) of envs the garbage collector took: a finalizer may run inside any lock this
+# thread holds, so it only appends here; the next acquire or release settles them.
+_orphans: list[tuple[BrowserHost, Any]] = []
+
+
+def forget_context(host: BrowserHost, context: Any) -> None:
+    """Gives back a collected env's context; safe in a finalizer (takes no lock)."""
+    _orphans.append((host, context))
+
+
+def _settle_orphans() -> None:  # with _lock held
+    global _users
+    while _orphans:
+        host, context = _orphans.pop()
+        if host is _host:
+            _users = max(0, _users - 1)
+            host._doomed.append(context)
 
 
 def acquire_browser() -> BrowserHost:
     """The process's browser host, launched on first use; pair with ``release_browser``."""
     global _host, _users
     with _lock:
+        _settle_orphans()
         if _host is None:
             _host, _users = BrowserHost(), 0
         _users += 1
         return _host
 
 
-def release_browser(stop_if_unused: bool = True) -> None:
-    """Drops one user; the last one closes Chromium if ``stop_if_unused``."""
+def release_browser(host: BrowserHost) -> None:
+    """Drops one user of ``host``; the last one closes Chromium."""
     global _host, _users
     with _lock:
-        _users = max(0, _users - 1)
-        if _host is None or _users > 0 or not stop_if_unused:
+        _settle_orphans()
+        if host is not _host:
             return
-        host, _host = _host, None
+        _users = max(0, _users - 1)
+        if _users > 0:
+            return
+        _host = None
     host.close()
 
 

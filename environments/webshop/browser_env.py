@@ -22,7 +22,6 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import random
 import secrets
 import weakref
@@ -35,6 +34,7 @@ from environments.webshop.browser import (
     BrowserHost,
     acquire_browser,
     check_chromium,
+    forget_context,
     release_browser,
 )
 from environments.webshop.catalog import DEFAULT_NUM_PRODUCTS
@@ -43,7 +43,12 @@ from environments.webshop.deps import require
 from environments.webshop.env import SUCCESS_REWARD, describe_rules, parse_action
 from environments.webshop.instructions import Goal
 from environments.webshop.pages import MAX_QUERY_LENGTH, normalize_label
-from environments.webshop.server import ShopServer, acquire_server, release_server
+from environments.webshop.server import (
+    ShopServer,
+    acquire_server,
+    forget_session,
+    release_server,
+)
 from rollenv.actions import AnswerFormat
 from rollenv.text_env import TextEnv
 
@@ -76,15 +81,10 @@ def _read(page: Any) -> PageState:
     )
 
 
-def _release(host: BrowserHost, context: Any, server: ShopServer, session: str, wait: bool):
-    server.sessions.pop(session, None)
-    if wait:
-        host.call(context.close)
-    else:  # from the garbage collector: never block, and leave the shared parts running
-        with contextlib.suppress(RuntimeError):  # the browser thread may be gone already
-            host.call_later(context.close)
-    release_server(server.data, stop_if_unused=wait)
-    release_browser(stop_if_unused=wait)
+def _forget(host: BrowserHost, context: Any, server: ShopServer, session: str) -> None:
+    # a finalizer: it may run inside any lock, so it only leaves notes for the next caller
+    forget_context(host, context)
+    forget_session(server, session)
 
 
 class WebShopHTMLEnv(TextEnv):
@@ -158,22 +158,21 @@ class WebShopHTMLEnv(TextEnv):
         try:
             host = acquire_browser()
         except BaseException:
-            release_server(self.data)
+            release_server(server, self.session)
             raise
         context, page = host.call(host.new_page)
         host.call(page.set_default_timeout, self.timeout_ms)
         self._server, self._host, self._page = server, host, page
-        self._finalizer = weakref.finalize(
-            self, _release, host, context, server, self.session, False
-        )
+        self._finalizer = weakref.finalize(self, _forget, host, context, server, self.session)
         self._finalizer.atexit = False  # at exit the browser thread is gone with the process
 
     def close(self) -> None:
         """Closes this env's browser context and session; the last env stops server and browser."""
         if self._finalizer is not None and self._finalizer.alive:
-            _, _, args, _ = self._finalizer.detach()
-            host, context, server, session, _ = args
-            _release(host, context, server, session, True)
+            _, _, (host, context, server, session), _ = self._finalizer.detach()
+            host.call(context.close)
+            release_server(server, session)
+            release_browser(host)
         self._host = self._server = self._page = None
         super().close()
 

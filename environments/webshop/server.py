@@ -170,11 +170,29 @@ class ShopServer:
 
 _SHARED: dict[int, tuple[ShopServer, int]] = {}
 _SHARED_LOCK = threading.Lock()
+# (server, session) of envs the garbage collector took: a finalizer may run inside any lock
+# this thread holds, so it only appends here; the next acquire or release settles them.
+_orphans: list[tuple[ShopServer, str]] = []
+
+
+def forget_session(server: ShopServer, session: str) -> None:
+    """Gives back a collected env's session; safe in a finalizer (takes no lock)."""
+    _orphans.append((server, session))
+
+
+def _settle_orphans() -> None:  # with _SHARED_LOCK held
+    while _orphans:
+        server, session = _orphans.pop()
+        server.sessions.pop(session, None)
+        current, users = _SHARED.get(id(server.data), (None, 0))
+        if current is server:
+            _SHARED[id(server.data)] = (server, max(0, users - 1))
 
 
 def acquire_server(data: ShopData) -> ShopServer:
     """The process's server for ``data``, started on first use; pair with ``release_server``."""
     with _SHARED_LOCK:
+        _settle_orphans()
         server, users = _SHARED.get(id(data), (None, 0))
         if server is None or not server.running:
             server, users = ShopServer(data).start(), 0
@@ -182,17 +200,18 @@ def acquire_server(data: ShopData) -> ShopServer:
         return server
 
 
-def release_server(data: ShopData, stop_if_unused: bool = True) -> None:
-    """Drops one user of ``data``'s server; the last one stops it if ``stop_if_unused``."""
+def release_server(server: ShopServer, session: str) -> None:
+    """Ends ``session`` and drops one user of ``server``; the last one stops it."""
     with _SHARED_LOCK:
-        server, users = _SHARED.get(id(data), (None, 0))
-        if server is None:
+        _settle_orphans()
+        server.sessions.pop(session, None)
+        current, users = _SHARED.get(id(server.data), (None, 0))
+        if current is not server:
             return
-        users -= 1
-        if users > 0 or not stop_if_unused:
-            _SHARED[id(data)] = (server, max(users, 0))
+        if users > 1:
+            _SHARED[id(server.data)] = (server, users - 1)
             return
-        del _SHARED[id(data)]
+        del _SHARED[id(server.data)]
     server.stop()
 
 
