@@ -133,6 +133,14 @@ def rollout_metrics(trajectories: list[Trajectory], prefix: str) -> dict[str, fl
     }
     for reason, count in finish.items():
         metrics[f"{prefix}/finished_{reason}"] = count / len(trajectories)
+    by_env: dict[str, list[Trajectory]] = {}
+    for t in trajectories:
+        by_env.setdefault(t.env_id, []).append(t)
+    if len(by_env) > 1:  # a mix of envs (env.mix): each member's share and results
+        for env_id, mine in sorted(by_env.items()):
+            metrics[f"{prefix}/{env_id}/success"] = float(np.mean([t.success for t in mine]))
+            metrics[f"{prefix}/{env_id}/return"] = float(np.mean([t.episode_return for t in mine]))
+            metrics[f"{prefix}/{env_id}/episodes"] = float(len(mine))
     return metrics
 
 
@@ -240,7 +248,7 @@ class Pipeline:
             env.id,
             self.tokenizer,
             self.generator,
-            env_kwargs=env.kwargs,
+            env_kwargs=env.make_kwargs,
             group_size=group_size,
             max_turns=env.max_turns,
             context=env.context,
@@ -255,13 +263,21 @@ class Pipeline:
         env, sampling = self.config.env, self.config.sampling
         allowed = None
         if env.constrain_to_actions:
-            inner = rollenv.make(env.id, **env.kwargs).unwrapped
-            if inner.answer_format.tag is not None:
+            inner = rollenv.make(env.id, **env.make_kwargs).unwrapped
+            # a mixture samples the action words of every member
+            envs = (
+                [inner.member_env(i).unwrapped for i in range(len(inner.members))]
+                if isinstance(inner, rollenv.MixtureEnv)
+                else [inner]
+            )
+            if any(e.answer_format.tag is not None for e in envs):
                 raise ConfigError(
                     "env.constrain_to_actions samples only action words, which this env's "
-                    "answer format rejects: set env.kwargs.answer_format.tag=null"
+                    "answer format rejects: set env.kwargs.answer_format.tag=null (with env.mix, "
+                    "in each member's kwargs)"
                 )
-            allowed = action_token_ids(self.tokenizer, inner.action_words)
+            words = tuple(dict.fromkeys(w for e in envs for w in e.action_words))
+            allowed = action_token_ids(self.tokenizer, words)
         return SamplingParams(
             max_new_tokens=sampling.max_new_tokens,
             temperature=0.0 if greedy else sampling.temperature,

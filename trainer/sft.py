@@ -68,7 +68,7 @@ class OracleSFT:
             config.env.id,
             self.tokenizer,
             None,  # no generator: the oracle writes every reply
-            env_kwargs=config.env.kwargs,
+            env_kwargs=config.env.make_kwargs,
             group_size=1,
             max_turns=config.env.max_turns,
             context=config.env.context,

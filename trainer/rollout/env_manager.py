@@ -227,7 +227,8 @@ class EnvManager:
 
     def _start(self, env: ChatHistory, seed: int, group_id: int) -> _Episode:
         obs, info = env.reset(seed=seed)
-        trajectory = Trajectory(self.env_id, seed, group_id)
+        # a mixture (Mixture-v0) reports the member this episode plays
+        trajectory = Trajectory(info.get("env_id", self.env_id), seed, group_id)
         episode = _Episode(env, trajectory, info["messages"], info["anchor"])
         if self.context == "full":
             episode.tokens = self.chat.prompt(info["messages"])

@@ -85,7 +85,7 @@ class RayRollouts:
             max_envs=settings.envs_per_manager,
             episode_timeout_s=settings.episode_timeout_s,
             sampling=sampling,
-            env_kwargs=env.kwargs,
+            env_kwargs=env.make_kwargs,
             max_turns=env.max_turns,
             context=env.context,
             window=env.window,
