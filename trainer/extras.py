@@ -13,6 +13,9 @@ from types import ModuleType
 INSTALL_COMMANDS = {
     "train": "pip install torch==2.13.0 && pip install 'rollenv[train]'",
     "serve": "pip install torch==2.13.0 && pip install 'rollenv[train,serve]'",
+    # the GPU engines pin their own torch and CUDA wheels: no CPU torch first
+    "vllm": "pip install 'rollenv[train,vllm]' (on a machine with a CUDA GPU)",
+    "sglang": "pip install 'rollenv[train,sglang]' (on a machine with a CUDA GPU)",
 }
 
 

@@ -5,10 +5,10 @@ protocol of :mod:`trainer.generation.base`.
 
 Example:
     >>> from trainer.generation import make_generator
-    >>> make_generator("vllm-typo", None, None)
+    >>> make_generator("vllm-typo", None, None)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: unknown generation backend 'vllm-typo'; available: 'continuous', 'hf', 'openai'
+    ValueError: unknown generation backend 'vllm-typo'; available: 'continuous', 'hf', ...
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ BACKENDS: dict[str, str] = {
     "continuous": "trainer.generation.continuous:ContinuousGenerator",
     "hf": "trainer.generation.hf:HFGenerator",
     "openai": "trainer.generation.openai_client:OpenAIGenerator",
+    "vllm": "trainer.generation.vllm_engine:VLLMGenerator",
+    "sglang": "trainer.generation.sglang_engine:SGLangGenerator",
 }
 
 
@@ -43,7 +45,8 @@ def make_generator(backend: str, model: Any, tokenizer: Any, **kwargs: Any) -> G
     Args:
         backend: one of :data:`BACKENDS` (``"continuous"``: the fast in-process engine, the
             default; ``"hf"``: the simple reference loop; ``"openai"``: a server's
-            ``/v1/completions``, given ``base_url``).
+            ``/v1/completions``, given ``base_url``; ``"vllm"``, ``"sglang"``: those engines
+            on a GPU, given a model folder).
         model: the model the backend generates with (it takes ownership of it); for
             ``"openai"`` the model id the server serves.
         tokenizer: its tokenizer.

@@ -1,0 +1,118 @@
+"""``VLLMGenerator``: vLLM's offline engine in this process, on a GPU.
+
+Token in, token out: prompts go in as ``TokensPrompt`` ids, and each reply comes back as the
+sampled ids with their log-probabilities. vLLM is asked for ``processed_logprobs`` (after the
+temperature), the quantity :mod:`trainer.generation.base` defines, which equals it when top-k and
+top-p keep every token (the training presets' setting).
+
+Weights: the engine is built from a model folder (a run's checkpoint ``model`` folder, or any
+Hugging Face folder). :meth:`VLLMGenerator.update_weights` hands the trainer's tensors to every
+vLLM worker through :class:`WeightLoader`, a worker extension whose method calls the model's own
+``load_weights``, then empties the prefix cache (its keys and values belong to the old weights).
+
+Only tested where a GPU exists (``pytest -m gpu``): vLLM pins its own torch and CUDA wheels and
+does not install on the CPU machines this project is built on.
+
+Example:
+    >>> generator = make_generator("vllm", "runs/x/checkpoints/step-10/model",
+    ...                            tokenizer)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from trainer.generation.base import GenerationOutput, SamplingParams
+
+__all__ = ["VLLMGenerator", "WeightLoader"]
+
+
+class WeightLoader:
+    """A vLLM worker extension (``worker_extension_cls``): loads tensors sent by the trainer."""
+
+    def rollenv_load_weights(self, weights: list[tuple[str, Any]]) -> None:
+        device = next(self.model_runner.model.parameters()).device  # type: ignore[attr-defined]
+        self.model_runner.model.load_weights(  # type: ignore[attr-defined]
+            weights=[(name, tensor.to(device)) for name, tensor in weights]
+        )
+
+
+class VLLMGenerator:
+    """Generates with ``vllm.LLM`` on this machine's GPU.
+
+    Args:
+        model: a model folder (or hub id) vLLM can load.
+        tokenizer: its tokenizer (gives the default stop token).
+        dtype: vLLM's ``dtype`` (``"auto"``, ``"bfloat16"``, ``"float32"``...).
+        gpu_memory_utilization: the share of GPU memory vLLM may take (leave room for the
+            trainer when both share a GPU).
+        **engine_kwargs: more ``vllm.LLM`` arguments (``max_model_len``,
+            ``tensor_parallel_size``...).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        tokenizer: Any,
+        *,
+        dtype: str = "auto",
+        gpu_memory_utilization: float = 0.5,
+        **engine_kwargs: Any,
+    ) -> None:
+        from trainer.extras import require_extra
+
+        vllm = require_extra("vllm", "vllm")
+        self.tokenizer = tokenizer
+        self.default_stop_token_ids = (tokenizer.eos_token_id,)
+        self.llm = vllm.LLM(
+            model=str(model),
+            dtype=dtype,
+            gpu_memory_utilization=gpu_memory_utilization,
+            skip_tokenizer_init=True,
+            logprobs_mode="processed_logprobs",
+            worker_extension_cls=f"{__name__}.WeightLoader",
+            **engine_kwargs,
+        )
+
+    def generate(
+        self, prompts: Sequence[Sequence[int]], params: SamplingParams
+    ) -> list[GenerationOutput]:
+        """One reply per prompt, in the order of ``prompts`` (vLLM batches them itself)."""
+        from vllm import SamplingParams as VLLMSamplingParams
+        from vllm.inputs import TokensPrompt
+
+        sampling = VLLMSamplingParams(
+            max_tokens=params.max_new_tokens,
+            temperature=params.temperature,
+            top_p=params.top_p,
+            top_k=params.top_k if params.top_k > 0 else -1,
+            stop_token_ids=list(params.stop_token_ids or self.default_stop_token_ids),
+            allowed_token_ids=(
+                list(params.allowed_token_ids) if params.allowed_token_ids is not None else None
+            ),
+            seed=params.seed,
+            logprobs=0,  # the sampled token's own log-probability
+            detokenize=False,
+        )
+        requests = [TokensPrompt(prompt_token_ids=list(map(int, p))) for p in prompts]
+        results = self.llm.generate(requests, sampling, use_tqdm=False)
+        outputs = []
+        for result in results:
+            completion = result.outputs[0]
+            ids = list(completion.token_ids)
+            steps = zip(completion.logprobs, ids, strict=True)
+            logprobs = [float(step[token].logprob) for step, token in steps]
+            finish = "stop" if completion.finish_reason == "stop" else "length"
+            outputs.append(GenerationOutput(ids, logprobs, finish))
+        return outputs
+
+    def update_weights(self, state_dict: Mapping[str, Any], strict: bool = True) -> None:
+        """Loads the trainer's weights into every worker and empties the prefix cache.
+
+        vLLM's ``load_weights`` takes any subset of the weights, so a bucket (``strict=False``)
+        loads as it is.
+        """
+        weights = [(name, tensor.detach()) for name, tensor in state_dict.items()]
+        self.llm.collective_rpc("rollenv_load_weights", args=(weights,))
+        self.llm.reset_prefix_cache()
