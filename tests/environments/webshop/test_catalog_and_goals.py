@@ -135,3 +135,40 @@ def test_env_plays_webshop_files(tmp_path):
     env = rollenv.make("WebShop-v0", data_path=str(tmp_path))
     result = run_episode(env, oracle_for(env), seed=0)
     assert result.success and result.total_reward == 1.0
+
+
+def test_a_built_index_is_kept_on_disk_and_loaded_by_the_next_process(tmp_path, monkeypatch):
+    from environments.webshop.search import SearchIndex, index_cache_root
+
+    monkeypatch.setenv("ROLLENV_CACHE", str(tmp_path))
+    catalog = generate_catalog(300, seed=4)
+    built = SearchIndex(catalog)
+    loaded = SearchIndex(catalog)
+    assert (built.loaded_from_cache, loaded.loaded_from_cache) == (False, True)
+    queries = [p.title for p in catalog[:40]] + ["red blanket", "no such words zzz"]
+    assert [loaded.search(q) for q in queries] == [built.search(q) for q in queries]
+    other = SearchIndex(generate_catalog(300, seed=5))
+    assert not other.loaded_from_cache  # another catalog is another index
+    assert len(list(index_cache_root().iterdir())) == 2
+
+
+def test_a_half_written_index_folder_is_never_loaded(tmp_path, monkeypatch):
+    from environments.webshop.search import SearchIndex, index_cache_root
+
+    monkeypatch.setenv("ROLLENV_CACHE", str(tmp_path))
+    catalog = generate_catalog(200, seed=6)
+    SearchIndex(catalog)
+    [folder] = index_cache_root().iterdir()
+    (folder / "rollenv-vocab.json").unlink()  # as a crash before the last file would leave it
+    assert not SearchIndex(catalog).loaded_from_cache
+
+
+def test_an_unwritable_cache_still_gives_an_index(tmp_path, monkeypatch):
+    from environments.webshop.search import SearchIndex
+
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder would go")
+    monkeypatch.setenv("ROLLENV_CACHE", str(blocker))
+    catalog = generate_catalog(200, seed=7)
+    index = SearchIndex(catalog)
+    assert catalog[3].asin in index.search(catalog[3].title)[:10]
