@@ -197,6 +197,24 @@ def launch_env_managers(
 
             tokenizer = load_tokenizer(tokenizer)
         tokenizer = PortableTokenizer.from_hf(tokenizer)
+    # The tokenizer (about 2 MB) goes through the object store. Ray frees an actor's
+    # constructor arguments once the actor is up, and a restart would then fail to read them
+    # (ray-project/ray#53727), so this driver keeps its own reference for the job's lifetime.
+    tokenizer_ref = _pinned(ray.put(tokenizer))
     remote = ray.remote(num_cpus=num_cpus, max_restarts=-1, max_task_retries=-1)(EnvManagerActor)
     remote = remote.options(**(actor_options or {}))
-    return [remote.remote(env_id, tokenizer, generator, **options) for _ in range(count)]
+    return [remote.remote(env_id, tokenizer_ref, generator, **options) for _ in range(count)]
+
+
+_PINNED: dict[str, list[Any]] = {}  # Ray job id -> object references kept alive in it
+
+
+def _pinned(reference: Any) -> Any:
+    """Keeps ``reference`` alive while this Ray job runs (a new job forgets older ones')."""
+    import ray
+
+    job = ray.get_runtime_context().get_job_id()
+    for other in [j for j in _PINNED if j != job]:
+        del _PINNED[other]
+    _PINNED.setdefault(job, []).append(reference)
+    return reference

@@ -157,3 +157,16 @@ def test_bad_arguments_are_refused():
         RolloutScheduler([], group_size=2)
     with pytest.raises(ValueError, match="redundancy, max_staleness, max_retries >= 0"):
         RolloutScheduler([object()], group_size=2, redundancy=-1)
+
+
+def test_an_env_actor_restarts_long_after_it_started(cluster):
+    import gc
+
+    [actor] = _actors(cluster)
+    scheduler = RolloutScheduler([actor], group_size=2)
+    assert len(scheduler.rollout([6])) == 2  # the actor is up: Ray may free its arguments now
+    gc.collect()
+    ray.kill(actor, no_restart=False)
+    # the restarted actor is built from the same (2 MB) tokenizer argument again
+    trajectories = scheduler.rollout([7])
+    assert [t.seed for t in trajectories] == [7, 7]
