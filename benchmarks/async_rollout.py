@@ -13,7 +13,8 @@ machine, in one run:
 The envs are latency bound, as agent environments with a browser, a sandbox or a remote API
 are: every step sleeps a log-normal delay (``--median-latency-s``, ``--sigma``: a long tail),
 and each episode's length is drawn too (1 + a geometric number of turns, at most
-``--max-turns``), so some episodes end early and a few run long.
+``--max-turns``), so some episodes end early and a few run long. Both sides draw the same: an
+episode's draws come from its seed and its number among that seed's episodes.
 
 Run (from the repository root)::
 
@@ -25,13 +26,17 @@ With ``--redundancy`` the asynchronous side starts extra episodes per group and 
 ``--group-size`` to end (ROLL's redundant env rollouts): the ratio counts trajectories handed to
 training, not env work done.
 
-It prints a table, the ratio last, and writes JSON.
+It plays ``--repeats`` seed sets (3 by default: each a new set of draws) and prints, per set,
+both times, the ratio and a ceiling: the lockstep time over the longest total env latency of one
+episode, what a scheduler with free generation would take. The ratio over all sets is printed
+last; JSON is written too.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import math
 import random
 import time
 from collections.abc import Sequence
@@ -43,7 +48,6 @@ import torch
 from provenance import write_report
 from table import print_table
 
-from rollenv.wrappers import Latency
 from trainer.generation import ContinuousGenerator, SamplingParams
 from trainer.generation.actor import GeneratorActor
 from trainer.models import load_model
@@ -55,32 +59,49 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 GOAL = 2.72  # ROLL Flash's agentic speed-up
 
 
-class RandomLength(gym.Wrapper):
-    """Truncates each episode after 1 + Geometric(p) steps (a long tail of episode lengths)."""
+class DrawCounter:
+    """Numbers the episodes reset with each seed: 0, 1, 2, ... (a group's members).
 
-    def __init__(self, env: gym.Env, p_end: float, seed: int) -> None:
+    The lockstep side uses one in process; the asynchronous side shares one Ray actor among
+    its env actors. Both sides then draw the same latencies and lengths for the same episodes
+    (which member of a group gets which draw may differ: the set is the same).
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[int, int] = {}
+
+    def next(self, seed: int) -> int:
+        index = self._seen.get(seed, 0)
+        self._seen[seed] = index + 1
+        return index
+
+
+class DrawnEpisode(gym.Wrapper):
+    """Each episode draws, from ``(seed, its index among that seed's episodes)``, a length of
+    1 + Geometric(``p_end``) steps (at most the env manager's turns) and a log-normal sleep per
+    step; the sleep goes into ``info["metrics"]["latency_s"]``."""
+
+    def __init__(self, env: gym.Env, slow: SlowEnvs) -> None:
         super().__init__(env)
-        self.p_end, self._rng, self._left = p_end, random.Random(seed), 0
+        self.slow = slow
+        self._rng, self._left = random.Random(0), 0
 
-    def reset(self, **kwargs: Any) -> Any:
+    def reset(self, *, seed: int | None = None, **kwargs: Any) -> Any:
+        index = self.slow.episode_index(seed)
+        self._rng = random.Random(f"{seed}/{index}")
         self._left = 1
-        while self._rng.random() > self.p_end:
+        while self._rng.random() > self.slow.p_end:
             self._left += 1
-        return self.env.reset(**kwargs)
+        return self.env.reset(seed=seed, **kwargs)
 
     def step(self, action: str) -> Any:
         obs, reward, terminated, truncated, info = self.env.step(action)
+        median, sigma = self.slow.median_s, self.slow.sigma
+        delay = self._rng.lognormvariate(math.log(median), sigma) if median > 0 else 0.0
+        time.sleep(delay)
         self._left -= 1
-        return obs, reward, terminated, truncated or self._left <= 0, info
-
-
-class ReportLatency(gym.Wrapper):
-    """Adds the step's sleep to ``info["metrics"]["latency_s"]`` (read by the ceiling below)."""
-
-    def step(self, action: str) -> Any:
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        metrics = {**info.get("metrics", {}), "latency_s": self.env.last_delay_s}
-        return obs, reward, terminated, truncated, {**info, "metrics": metrics}
+        metrics = {**info.get("metrics", {}), "latency_s": delay}
+        return obs, reward, terminated, truncated or self._left <= 0, {**info, "metrics": metrics}
 
 
 def critical_path_s(trajectories: Sequence[Any]) -> float:
@@ -91,18 +112,26 @@ def critical_path_s(trajectories: Sequence[Any]) -> float:
 
 
 class SlowEnvs:
-    """Wraps each env made: its own latency and length draws (seeded by creation order)."""
+    """Wraps each env made in a :class:`DrawnEpisode`.
 
-    def __init__(self, median_s: float, sigma: float, p_end: float, seed: int) -> None:
-        self.median_s, self.sigma, self.p_end = median_s, sigma, p_end
-        self.seed, self.made = seed, 0
+    Args:
+        median_s, sigma: the log-normal step latency.
+        p_end: the chance an episode ends after each step.
+        counter: a :class:`DrawCounter`, or a Ray actor handle of one.
+    """
+
+    def __init__(self, median_s: float, sigma: float, p_end: float, counter: Any) -> None:
+        self.median_s, self.sigma, self.p_end, self.counter = median_s, sigma, p_end, counter
+
+    def episode_index(self, seed: int | None) -> int:
+        if isinstance(self.counter, DrawCounter):
+            return self.counter.next(seed)
+        import ray
+
+        return ray.get(self.counter.next.remote(seed))
 
     def __call__(self, env: gym.Env) -> gym.Env:
-        self.made += 1
-        seed = self.seed * 100_003 + self.made
-        env = RandomLength(env, self.p_end, seed)
-        env = Latency(env, delay_s=self.median_s, lognormal_sigma=self.sigma, seed=seed)
-        return ReportLatency(env)
+        return DrawnEpisode(env, self)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -124,13 +153,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=0,
         help="extra episodes per group for the asynchronous side (the slowest are aborted)",
     )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=3,
+        help="seed sets played (each a new set of draws); the ratio is over all of them",
+    )
     parser.add_argument("--quick", action="store_true", help="fewer groups, under 2 minutes")
     parser.add_argument(
         "--json", type=Path, default=REPO_ROOT / "benchmarks" / "results" / "async_rollout.json"
     )
     args = parser.parse_args(argv)
     if args.quick:
-        args.groups, args.env_actors, args.envs_per_actor = 8, 2, 16
+        args.groups, args.env_actors, args.envs_per_actor, args.repeats = 8, 2, 16, 1
     return args
 
 
@@ -138,15 +173,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     import ray
 
     args = parse_args(argv)
-    seeds = list(range(1000, 1000 + args.groups))
+    seed_sets = [
+        list(range(1000 + 100_000 * r, 1000 + 100_000 * r + args.groups))
+        for r in range(args.repeats)
+    ]
     episodes = args.groups * args.group_size
     sampling = SamplingParams(max_new_tokens=args.max_new_tokens, temperature=1.0, seed=0)
-    slow = SlowEnvs(args.median_latency_s, args.sigma, args.p_end, seed=0)
     options = {"max_turns": args.max_turns, "sampling": sampling}
     print(
-        f"{args.model}, {args.env}: {args.groups} groups x {args.group_size}, step latency "
-        f"log-normal median {args.median_latency_s} s sigma {args.sigma}, episode end chance "
-        f"{args.p_end} a turn (at most {args.max_turns} turns)"
+        f"{args.model}, {args.env}: {args.repeats} x {args.groups} groups x {args.group_size}, "
+        f"step latency log-normal median {args.median_latency_s} s sigma {args.sigma}, episode "
+        f"end chance {args.p_end} a turn (at most {args.max_turns} turns)"
     )
 
     model, tokenizer = load_model(args.model, seed=0)
@@ -156,73 +193,77 @@ def main(argv: Sequence[str] | None = None) -> int:
         tokenizer,
         generator,
         group_size=args.group_size,
-        wrap=slow,
+        wrap=SlowEnvs(args.median_latency_s, args.sigma, args.p_end, DrawCounter()),
         step_threads=episodes,
         **options,
     )
-    start = time.perf_counter()
-    sync_trajectories = manager.rollout(seeds)
-    sync_s = time.perf_counter() - start
-    # the same episodes, each on its own with generation free: what no scheduler can beat
-    ceiling = sync_s / critical_path_s(sync_trajectories)
-    print(f"  synchronous batch: {sync_s:.1f} s", flush=True)
+    sync_s, ceilings = [], []
+    for seeds in seed_sets:
+        start = time.perf_counter()
+        trajectories = manager.rollout(seeds)
+        sync_s.append(time.perf_counter() - start)
+        # the same episodes, each on its own with generation free: what no scheduler can beat
+        ceilings.append(sync_s[-1] / critical_path_s(trajectories))
+        print(f"  synchronous batch: {sync_s[-1]:.1f} s", flush=True)
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
+        counter = ray.remote(num_cpus=0)(DrawCounter).remote()
         server = ray.remote(num_cpus=0)(GeneratorActor).remote(
             args.model, torch_threads=torch.get_num_threads(), max_batch_size=64
         )
-        actors = [
-            actor
-            for i in range(args.env_actors)
-            for actor in launch_env_managers(
-                1,
-                args.env,
-                args.model,
-                server,
-                num_cpus=1 / args.env_actors,
-                max_envs=args.envs_per_actor,
-                wrap=SlowEnvs(args.median_latency_s, args.sigma, args.p_end, seed=1 + i),
-                **options,
-            )
-        ]
+        actors = launch_env_managers(
+            args.env_actors,
+            args.env,
+            args.model,
+            server,
+            num_cpus=1 / args.env_actors,
+            max_envs=args.envs_per_actor,
+            wrap=SlowEnvs(args.median_latency_s, args.sigma, args.p_end, counter),
+            **options,
+        )
         scheduler = RolloutScheduler(actors, group_size=args.group_size, redundancy=args.redundancy)
-        scheduler.rollout([seeds[0]])  # warm-up: actors and the model loaded
-        start = time.perf_counter()
-        async_trajectories = scheduler.rollout(seeds)
-        async_s = time.perf_counter() - start
+        scheduler.rollout([999])  # warm-up (a seed not measured): actors and model loaded
+        async_s = []
+        for seeds in seed_sets:
+            start = time.perf_counter()
+            scheduler.rollout(seeds)
+            async_s.append(time.perf_counter() - start)
+            print(f"  asynchronous: {async_s[-1]:.1f} s", flush=True)
         served = ray.get(server.get_stats.remote())
         aborted = scheduler.metrics["episodes_aborted"]
     finally:
         ray.shutdown()
-    print(f"  asynchronous: {async_s:.1f} s ({aborted} stragglers aborted)", flush=True)
-    async_path_s = critical_path_s(async_trajectories)
-    print(
-        f"  longest env latency of one episode: {async_path_s:.1f} s asynchronous; with the "
-        f"lockstep side's draws the most a scheduler can reach is {ceiling:.2f}x",
-        flush=True,
-    )
 
-    ratio = sync_s / async_s
-    print_table(
-        ["rollout", "seconds", "trajectories/s", "ratio"],
+    rows = [
         [
-            ["synchronous batch", f"{sync_s:.1f}", f"{episodes / sync_s:.2f}", "1.00x"],
-            ["asynchronous", f"{async_s:.1f}", f"{episodes / async_s:.2f}", f"{ratio:.2f}x"],
-        ],
-        f"{episodes} episodes: RolloutScheduler vs lockstep batches (same run)",
+            f"seeds {seeds[0]}..",
+            f"{sync:.1f}",
+            f"{asyn:.1f}",
+            f"{ceiling:.2f}x",
+            f"{sync / asyn:.2f}x",
+        ]
+        for seeds, sync, asyn, ceiling in zip(seed_sets, sync_s, async_s, ceilings, strict=True)
+    ]
+    ratio = sum(sync_s) / sum(async_s)
+    rows.append(["all", f"{sum(sync_s):.1f}", f"{sum(async_s):.1f}", "", f"{ratio:.2f}x"])
+    print_table(
+        ["draws", "lockstep s", "asynchronous s", "ceiling", "ratio"],
+        rows,
+        f"{episodes} episodes a set: RolloutScheduler vs lockstep batches (same run; "
+        f"{aborted} stragglers aborted)",
         left_columns=1,
     )
     report = {
         **{k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "episodes": episodes,
+        "episodes_per_set": episodes,
+        "seed_sets": [seeds[0] for seeds in seed_sets],
         "synchronous_seconds": sync_s,
         "asynchronous_seconds": async_s,
+        "ceiling_ratio_free_generation": ceilings,
         "generator_stats": served,
         "episodes_aborted": aborted,
         "ratio": ratio,
-        "ceiling_ratio_free_generation": ceiling,
-        "async_critical_path_seconds": async_path_s,
         "goal": GOAL,
     }
     write_report(args.json, report, ("rollenv", "torch", "ray"))
