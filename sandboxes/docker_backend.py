@@ -22,7 +22,7 @@ from typing import Any
 from sandboxes.errors import SandboxUnavailableError
 from sandboxes.languages import program
 from sandboxes.limits import Limits
-from sandboxes.local import as_bytes, check_name
+from sandboxes.local import as_bytes, checked_files
 from sandboxes.result import Result
 
 DEFAULT_IMAGE = "python:3.11-slim"
@@ -127,7 +127,7 @@ class DockerBackend:
         """Runs ``code`` once in a new container; see ``sandboxes.run``."""
         limits = limits or Limits()
         filename, argv = program(language, self.python)
-        all_files = {check_name(k): as_bytes(v) for k, v in (files or {}).items()}
+        all_files = checked_files(files)
         all_files[filename] = as_bytes(code)
         start = time.monotonic()
         container = self._container(self._command(argv, all_files), limits, stdin_open=True)
@@ -165,7 +165,7 @@ class DockerBackend:
 
     def open_session(self, files: Mapping[str, str | bytes], limits: Limits, driver: str) -> Any:
         """Starts a container running the REPL driver; returns its byte channel."""
-        all_files = {check_name(k): as_bytes(v) for k, v in files.items()}
+        all_files = checked_files(files)
         argv = [self.python, "-E", "-s", "-B", "-u", driver]
         container = self._container(self._command(argv, all_files), limits, stdin_open=True)
         container.put_archive(WORK_DIR, _tar(all_files))

@@ -58,6 +58,11 @@ def check_name(name: str) -> str:
     return name
 
 
+def checked_files(files: Mapping[str, str | bytes] | None) -> dict[str, bytes]:
+    """``files`` with every name checked (:func:`check_name`) and every content as bytes."""
+    return {check_name(name): as_bytes(content) for name, content in (files or {}).items()}
+
+
 class LocalBackend(ABC):
     """A backend whose programs are local processes; subclasses build the command line.
 
@@ -86,7 +91,7 @@ class LocalBackend(ABC):
         """Runs ``code`` once; see ``sandboxes.run``."""
         limits = limits or Limits()
         filename, argv = program(language, self.python)
-        all_files = {check_name(k): as_bytes(v) for k, v in (files or {}).items()}
+        all_files = checked_files(files)
         all_files[filename] = as_bytes(code)
         prepared = self._prepare(argv, all_files, limits)
         try:
@@ -120,9 +125,7 @@ class LocalBackend(ABC):
 
         The caller kills its process group and calls ``Prepared.release`` when done.
         """
-        prepared = self._prepare(
-            argv, {check_name(k): as_bytes(v) for k, v in files.items()}, limits
-        )
+        prepared = self._prepare(argv, checked_files(files), limits)
         ids = (
             {}
             if prepared.user is None

@@ -200,14 +200,14 @@ class Pipeline:
         # the generator's own copy, taken before the strategy wraps the policy (LoRA)
         generator_model = copy.deepcopy(policy) if config.rollout.mode == "local" else None
         self.strategy = build_strategy(config, policy, self.tokenizer.pad_token_id)
+        self.sampling = self._sampling()
+        self.eval_sampling = replace(self.sampling, temperature=0.0)  # greedy
         self.rollouts: RayRollouts | None = None
         if config.rollout.mode == "ray":
             from trainer.rollout.ray_rollouts import RayRollouts
 
             self._log("Starting env manager and generator actors on Ray...")
-            self.rollouts = RayRollouts(
-                config, model_name, self.tokenizer, self._sampling(greedy=False)
-            )
+            self.rollouts = RayRollouts(config, model_name, self.tokenizer, self.sampling)
             self.rollouts.push_weights(self.strategy.inference_state_dict(), version=0)
         else:
             dtype = (
@@ -221,8 +221,8 @@ class Pipeline:
                 max_batch_size=config.generation.max_batch_size,
                 **dtype,
             )
-            self.manager = self._env_manager(config.env.group_size, greedy=False)
-            self.eval_manager = self._env_manager(1, greedy=True)
+            self.manager = self._env_manager(config.env.group_size, self.sampling)
+            self.eval_manager = self._env_manager(1, self.eval_sampling)
         self.step = 0
         self.metrics = MetricsLogger(self.run_dir, config.train.loggers, config.model_dump())
         if resume:
@@ -242,7 +242,7 @@ class Pipeline:
             folder = supervised_warm_start(self.config, log=self._log)
         return str(folder / "model")
 
-    def _env_manager(self, group_size: int, *, greedy: bool) -> EnvManager:
+    def _env_manager(self, group_size: int, sampling: SamplingParams) -> EnvManager:
         env = self.config.env
         return EnvManager(
             env.id,
@@ -254,12 +254,12 @@ class Pipeline:
             context=env.context,
             window=env.window,
             max_context_tokens=env.max_context_tokens,
-            sampling=self._sampling(greedy=greedy),
+            sampling=sampling,
         )
 
-    def _sampling(self, *, greedy: bool) -> SamplingParams:
-        """How replies are sampled: ``config.sampling``, greedy for evaluation, and only action
-        words' tokens with ``env.constrain_to_actions``."""
+    def _sampling(self) -> SamplingParams:
+        """How training replies are sampled: ``config.sampling``, and only action words' tokens
+        with ``env.constrain_to_actions``."""
         env, sampling = self.config.env, self.config.sampling
         allowed = None
         if env.constrain_to_actions:
@@ -280,7 +280,7 @@ class Pipeline:
             allowed = action_token_ids(self.tokenizer, words)
         return SamplingParams(
             max_new_tokens=sampling.max_new_tokens,
-            temperature=0.0 if greedy else sampling.temperature,
+            temperature=sampling.temperature,
             top_p=sampling.top_p,
             top_k=sampling.top_k,
             stop_token_ids=(self.tokenizer.eos_token_id,),
@@ -389,8 +389,7 @@ class Pipeline:
         """Greedy episodes on the held-out seeds ``0 .. eval_groups - 1``."""
         seeds = list(range(self.config.train.eval_groups))
         if self.rollouts is not None:
-            greedy = self._sampling(greedy=True)
-            trajectories = self.rollouts.evaluate(seeds, greedy, version=self.step)
+            trajectories = self.rollouts.evaluate(seeds, self.eval_sampling, version=self.step)
         else:
             trajectories = self.eval_manager.rollout(seeds, group_ids=seeds)
         return rollout_metrics(trajectories, "eval")

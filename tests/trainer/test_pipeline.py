@@ -11,25 +11,13 @@ import time
 import pytest
 import torch
 
+from tests.trainer.two_by_two_lake import TWO_BY_TWO_LAKE
 from trainer.checkpoint import latest_checkpoint
 from trainer.config import load_config
 from trainer.pipeline import Pipeline
 from trainer.sft import OracleSFT, supervised_warm_start
 
-# a 2x2 lake, replies constrained to the action words: returns differ inside a group
-BASE = [
-    "model.name=tiny-random",
-    "model.lora=null",
-    "env.id=FrozenLake-v0",
-    "env.kwargs={desc: [SF, FG], answer_format: {tag: null}}",
-    "env.constrain_to_actions=true",
-    "env.group_size=4",
-    "env.groups_per_step=2",
-    "env.max_turns=3",
-    "sampling.max_new_tokens=1",
-    "optim.lr=1e-3",
-    "train.loggers=[jsonl]",
-]
+BASE = [*TWO_BY_TWO_LAKE, "model.lora=null"]
 
 
 def _pipeline(tmp_path, *overrides: str) -> Pipeline:

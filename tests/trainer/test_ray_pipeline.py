@@ -8,21 +8,12 @@ import pytest
 ray = pytest.importorskip("ray")
 torch = pytest.importorskip("torch")
 
+from tests.trainer.two_by_two_lake import TWO_BY_TWO_LAKE  # noqa: E402
 from trainer.config import ConfigError, load_config  # noqa: E402
 from trainer.pipeline import Pipeline  # noqa: E402
 
-# the FrozenLake setting of tests/trainer/test_pipeline.py: returns differ inside a group
 BASE = [
-    "model.name=tiny-random",
-    "env.id=FrozenLake-v0",
-    "env.kwargs={desc: [SF, FG], answer_format: {tag: null}}",
-    "env.constrain_to_actions=true",
-    "env.group_size=4",
-    "env.groups_per_step=2",
-    "env.max_turns=3",
-    "sampling.max_new_tokens=1",
-    "optim.lr=1e-3",
-    "train.loggers=[jsonl]",
+    *TWO_BY_TWO_LAKE,
     "train.eval_groups=3",
     "rollout.mode=ray",
     "rollout.env_managers=2",

@@ -104,7 +104,6 @@ class GeneratorFleet:
         if bucket_mb <= 0:
             raise ValueError(f"bucket_mb must be positive, got {bucket_mb}")
         self.bucket_mb = bucket_mb
-        self.version = 0
         self.store = ray.remote(num_cpus=0)(WeightStore).remote()
         remote = ray.remote(num_cpus=num_cpus, max_restarts=-1, max_task_retries=-1)(
             GeneratorActor
@@ -124,7 +123,6 @@ class GeneratorFleet:
         buckets = [ray.put(bucket) for bucket in weight_buckets(state_dict, self.bucket_mb)]
         ray.get(self.store.set.remote(buckets, version))
         ray.get([replica.update_weights.remote(buckets, version) for replica in self.replicas])
-        self.version = version
         return len(buckets)
 
     def stats(self) -> list[dict[str, int]]:

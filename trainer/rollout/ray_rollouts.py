@@ -102,7 +102,7 @@ class RayRollouts:
             self.env_actors, group_size=1, max_retries=settings.max_retries
         )
         self._groups_submitted = 0
-        self._group_version: dict[int, int] = {}
+        self.last_staleness: list[int] = []  # weight versions behind, of the last step's groups
 
     def _group_seed(self, number: int) -> int:
         """The reset seed of the run's ``number``-th training group (its data order)."""
@@ -125,10 +125,9 @@ class RayRollouts:
         while self.scheduler.pending_groups < wanted:
             number = self._groups_submitted
             self.scheduler.submit(self._group_seed(number), group_id=number, version=version)
-            self._group_version[number] = version
             self._groups_submitted += 1
         groups = self.scheduler.collect(per_step, version)
-        self.last_staleness = [version - self._group_version.pop(g.group_id) for g in groups]
+        self.last_staleness = [version - g.version for g in groups]
         return [t for g in groups for t in g.trajectories]
 
     def evaluate(
@@ -147,7 +146,7 @@ class RayRollouts:
     def metrics(self) -> dict[str, float]:
         """The schedulers' counters and the staleness of the last step's groups."""
         out = {f"rollout/{name}": float(v) for name, v in self.scheduler.metrics.items()}
-        staleness = getattr(self, "last_staleness", [])
+        staleness = self.last_staleness
         if staleness:
             out["rollout/staleness_mean"] = sum(staleness) / len(staleness)
             out["rollout/staleness_max"] = float(max(staleness))

@@ -50,24 +50,14 @@ def test_env_actors_on_the_second_node_play_for_the_head_nodes_generator(two_nod
 def test_a_pipeline_trains_one_step_with_env_actors_on_the_second_node(two_nodes, tmp_path):
     import torch
 
+    from tests.trainer.two_by_two_lake import TWO_BY_TWO_LAKE
     from trainer.config import load_config
     from trainer.pipeline import Pipeline
 
     config = load_config(
         None,
         [
-            "model.name=tiny-random",
-            # a 2x2 lake, replies constrained to the action words: returns differ in a group,
-            # so advantages are not all zero and the step must move the weights
-            "env.id=FrozenLake-v0",
-            "env.kwargs={desc: [SF, FG], answer_format: {tag: null}}",
-            "env.constrain_to_actions=true",
-            "env.group_size=4",
-            "env.groups_per_step=2",
-            "env.max_turns=3",
-            "sampling.max_new_tokens=1",
-            "optim.lr=1e-3",
-            "train.loggers=[jsonl]",
+            *TWO_BY_TWO_LAKE,  # returns differ in a group: the step must move the weights
             f"train.output_dir={tmp_path}",
             "rollout.mode=ray",
             "rollout.env_managers=2",
