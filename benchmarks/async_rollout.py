@@ -1,14 +1,24 @@
 """Asynchronous rollouts (``RolloutScheduler`` on Ray) against a synchronous batch rollout.
 
 Both sides play the same groups (same seeds, same envs, same model, same sampling) on this
-machine, in one run:
+machine, in one run, as the rollouts of ``--steps`` consecutive training steps of ``--groups``
+groups each:
 
-* **synchronous batch** (what a batch-level system does): every turn, one batched ``generate``
-  call for all running episodes, then every env steps (in parallel threads) and the turn waits
-  for the slowest before the next batch starts;
-* **asynchronous** (``RolloutScheduler``): ``EnvManagerActor`` actors play each episode on its
-  own against a ``GeneratorActor``, which batches whatever requests are waiting; a group hands
-  back its first ``group_size`` episodes.
+* **synchronous batch** (what a batch-level system does): a step's episodes run in lockstep:
+  every turn, one batched ``generate`` call for all running episodes, then every env steps (in
+  parallel threads) and the turn waits for the slowest before the next batch starts; the next
+  step's batch starts when the last episode of this one has ended;
+* **asynchronous** (``RolloutScheduler``, as ``RayRollouts`` drives it in training):
+  ``EnvManagerActor`` actors play each episode on its own against a ``GeneratorActor``, which
+  batches whatever requests are waiting; a group hands back its first ``group_size`` episodes,
+  and with ``--async-generation-ratio k`` the groups of steps n..n+k are in flight while step n
+  waits for its groups, so an env freed by a short episode starts a later step's episode at
+  once instead of idling until the step's longest episode ends. It runs twice: with ratio 0
+  (each step drains before the next starts) and with ``k``.
+
+Both sides have the same env slots (``--env-actors`` x ``--envs-per-actor`` against one thread
+per episode of a step) and the same generator on the same cores. No training happens between
+steps, so the weights stay at version 0: this measures rollout throughput alone.
 
 The envs are latency bound, as agent environments with a browser, a sandbox or a remote API
 are: every step sleeps a log-normal delay (``--median-latency-s``, ``--sigma``: a long tail),
@@ -26,10 +36,11 @@ With ``--redundancy`` the asynchronous side starts extra episodes per group and 
 ``--group-size`` to end (ROLL's redundant env rollouts): the ratio counts trajectories handed to
 training, not env work done.
 
-It plays ``--repeats`` seed sets (3 by default: each a new set of draws) and prints, per set,
-both times, the ratio and a ceiling: the lockstep time over the longest total env latency of one
-episode, what a scheduler with free generation would take. The ratio over all sets is printed
-last; JSON is written too.
+It plays ``--repeats`` seed sets (each a new set of draws) and prints, per set, the times, the
+ratios and a ceiling: the lockstep time over the least time any scheduler with free generation
+could take on these draws (the longest episode's total env latency, or all env latency spread
+evenly over the env slots, whichever is more). The ratio at ``k`` over all sets is printed last;
+JSON is written too.
 """
 
 from __future__ import annotations
@@ -70,6 +81,10 @@ class DrawCounter:
     def __init__(self) -> None:
         self._seen: dict[int, int] = {}
 
+    def reset(self) -> None:
+        """Numbers every seed's episodes from 0 again (a second pass over the same draws)."""
+        self._seen.clear()
+
     def next(self, seed: int) -> int:
         index = self._seen.get(seed, 0)
         self._seen[seed] = index + 1
@@ -104,11 +119,30 @@ class DrawnEpisode(gym.Wrapper):
         return obs, reward, terminated, truncated or self._left <= 0, {**info, "metrics": metrics}
 
 
-def critical_path_s(trajectories: Sequence[Any]) -> float:
-    """The longest episode's total env latency: the time an asynchronous rollout would take
-    with free generation (every episode runs at once), so ``sync / this`` is the most any
-    scheduler can gain on these draws without redundancy."""
-    return max(sum(turn.metrics["latency_s"] for turn in t.turns) for t in trajectories)
+def least_async_s(trajectories: Sequence[Any], env_slots: int) -> float:
+    """The least time any scheduler could play ``trajectories`` in with free generation and
+    ``env_slots`` envs: no less than the longest episode's total env latency, nor than all the
+    env latency spread evenly over the slots. ``lockstep / this`` bounds the ratio (without
+    redundancy)."""
+    totals = [sum(turn.metrics["latency_s"] for turn in t.turns) for t in trajectories]
+    return max(max(totals), sum(totals) / env_slots)
+
+
+def stream_rollout(scheduler: RolloutScheduler, steps: Sequence[Sequence[int]], ahead: int) -> int:
+    """Plays the groups of consecutive training steps (``steps[n]``: step n's seeds) as
+    ``RayRollouts`` does with ``async_generation_ratio=ahead``: before waiting for step n, the
+    groups of steps n..n+ahead are started; each step takes the oldest complete groups.
+    Returns the number of trajectories handed back."""
+    seeds = [seed for step in steps for seed in step]
+    submitted = handed_back = 0
+    for n, step in enumerate(steps):
+        wanted = min(len(seeds), sum(len(s) for s in steps[: n + 1 + ahead]))
+        while submitted < wanted:
+            scheduler.submit(seeds[submitted], group_id=submitted, version=0)
+            submitted += 1
+        for group in scheduler.collect(len(step), version=0):
+            handed_back += len(group.trajectories)
+    return handed_back
 
 
 class SlowEnvs:
@@ -138,7 +172,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="tiny-random")
     parser.add_argument("--env", default="Sokoban-v0")
-    parser.add_argument("--groups", type=int, default=16)
+    parser.add_argument("--groups", type=int, default=16, help="groups a training step")
+    parser.add_argument("--steps", type=int, default=4, help="training steps a seed set")
+    parser.add_argument(
+        "--async-generation-ratio",
+        type=int,
+        default=1,
+        help="k: the groups of steps n..n+k are in flight while step n waits (asynchronous side)",
+    )
     parser.add_argument("--group-size", type=int, default=4)
     parser.add_argument("--env-actors", type=int, default=4)
     parser.add_argument("--envs-per-actor", type=int, default=16)
@@ -165,7 +206,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     args = parser.parse_args(argv)
     if args.quick:
-        args.groups, args.env_actors, args.envs_per_actor, args.repeats = 8, 2, 16, 1
+        args.groups, args.steps, args.env_actors, args.envs_per_actor = 8, 2, 2, 16
+        args.repeats = 1
     return args
 
 
@@ -173,17 +215,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     import ray
 
     args = parse_args(argv)
+    per_set = args.groups * args.steps
+    # seed set r, step n: groups 1000 + 100_000 r + n * groups ..
     seed_sets = [
-        list(range(1000 + 100_000 * r, 1000 + 100_000 * r + args.groups))
-        for r in range(args.repeats)
+        [
+            list(range(first + n * args.groups, first + (n + 1) * args.groups))
+            for n in range(args.steps)
+        ]
+        for first in (1000 + 100_000 * r for r in range(args.repeats))
     ]
-    episodes = args.groups * args.group_size
+    episodes = per_set * args.group_size
+    env_slots = args.env_actors * args.envs_per_actor
+    ratios = (0, args.async_generation_ratio) if args.async_generation_ratio else (0,)
     sampling = SamplingParams(max_new_tokens=args.max_new_tokens, temperature=1.0, seed=0)
     options = {"max_turns": args.max_turns, "sampling": sampling}
     print(
-        f"{args.model}, {args.env}: {args.repeats} x {args.groups} groups x {args.group_size}, "
-        f"step latency log-normal median {args.median_latency_s} s sigma {args.sigma}, episode "
-        f"end chance {args.p_end} a turn (at most {args.max_turns} turns)"
+        f"{args.model}, {args.env}: {args.repeats} sets x {args.steps} steps x {args.groups} "
+        f"groups x {args.group_size}, step latency log-normal median {args.median_latency_s} s "
+        f"sigma {args.sigma}, episode end chance {args.p_end} a turn (at most {args.max_turns} "
+        f"turns), {env_slots} env slots a side"
     )
 
     model, tokenizer = load_model(args.model, seed=0)
@@ -194,17 +244,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         generator,
         group_size=args.group_size,
         wrap=SlowEnvs(args.median_latency_s, args.sigma, args.p_end, DrawCounter()),
-        step_threads=episodes,
+        step_threads=args.groups * args.group_size,
         **options,
     )
     sync_s, ceilings = [], []
-    for seeds in seed_sets:
-        start = time.perf_counter()
-        trajectories = manager.rollout(seeds)
+    for steps in seed_sets:
+        start, trajectories = time.perf_counter(), []
+        for step in steps:  # a batch-level system: the next batch starts when this one ends
+            trajectories += manager.rollout(step)
         sync_s.append(time.perf_counter() - start)
-        # the same episodes, each on its own with generation free: what no scheduler can beat
-        ceilings.append(sync_s[-1] / critical_path_s(trajectories))
-        print(f"  synchronous batch: {sync_s[-1]:.1f} s", flush=True)
+        ceilings.append(sync_s[-1] / least_async_s(trajectories, env_slots))
+        print(f"  synchronous batches: {sync_s[-1]:.1f} s", flush=True)
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
@@ -222,52 +272,76 @@ def main(argv: Sequence[str] | None = None) -> int:
             wrap=SlowEnvs(args.median_latency_s, args.sigma, args.p_end, counter),
             **options,
         )
-        scheduler = RolloutScheduler(actors, group_size=args.group_size, redundancy=args.redundancy)
-        scheduler.rollout([999])  # warm-up (a seed not measured): actors and model loaded
-        async_s = []
-        for seeds in seed_sets:
-            start = time.perf_counter()
-            scheduler.rollout(seeds)
-            async_s.append(time.perf_counter() - start)
-            print(f"  asynchronous: {async_s[-1]:.1f} s", flush=True)
+        async_s: dict[int, list[float]] = {}
+        aborted = {}
+        for ahead in ratios:
+            scheduler = RolloutScheduler(
+                actors, group_size=args.group_size, redundancy=args.redundancy, max_staleness=ahead
+            )
+            scheduler.rollout([999])  # warm-up (a seed not measured): actors and model loaded
+            ray.get(counter.reset.remote())  # this pass draws what the lockstep side drew
+            async_s[ahead] = []
+            for steps in seed_sets:
+                start = time.perf_counter()
+                handed_back = stream_rollout(scheduler, steps, ahead)
+                async_s[ahead].append(time.perf_counter() - start)
+                assert handed_back == episodes, (handed_back, episodes)
+                print(f"  asynchronous, ratio {ahead}: {async_s[ahead][-1]:.1f} s", flush=True)
+            aborted[ahead] = scheduler.metrics["episodes_aborted"]
         served = ray.get(server.get_stats.remote())
-        aborted = scheduler.metrics["episodes_aborted"]
     finally:
         ray.shutdown()
 
-    rows = [
+    top = ratios[-1]
+    rows = []
+    for r, steps in enumerate(seed_sets):
+        times = [f"{async_s[k][r]:.1f}" for k in ratios]
+        shown = [f"{sync_s[r] / async_s[k][r]:.2f}x" for k in ratios]
+        rows.append(
+            [f"seeds {steps[0][0]}..", f"{sync_s[r]:.1f}", *times, f"{ceilings[r]:.2f}x", *shown]
+        )
+    totals = {k: sum(async_s[k]) for k in ratios}
+    ratio = {k: sum(sync_s) / totals[k] for k in ratios}
+    rows.append(
         [
-            f"seeds {seeds[0]}..",
-            f"{sync:.1f}",
-            f"{asyn:.1f}",
-            f"{ceiling:.2f}x",
-            f"{sync / asyn:.2f}x",
+            "all",
+            f"{sum(sync_s):.1f}",
+            *[f"{totals[k]:.1f}" for k in ratios],
+            "",
+            *[f"{ratio[k]:.2f}x" for k in ratios],
         ]
-        for seeds, sync, asyn, ceiling in zip(seed_sets, sync_s, async_s, ceilings, strict=True)
-    ]
-    ratio = sum(sync_s) / sum(async_s)
-    rows.append(["all", f"{sum(sync_s):.1f}", f"{sum(async_s):.1f}", "", f"{ratio:.2f}x"])
+    )
     print_table(
-        ["draws", "lockstep s", "asynchronous s", "ceiling", "ratio"],
+        [
+            "draws",
+            "lockstep s",
+            *[f"async k={k} s" for k in ratios],
+            "ceiling",
+            *[f"ratio k={k}" for k in ratios],
+        ],
         rows,
-        f"{episodes} episodes a set: RolloutScheduler vs lockstep batches (same run; "
-        f"{aborted} stragglers aborted)",
+        f"{episodes} episodes a set ({args.steps} steps): RolloutScheduler with "
+        f"async_generation_ratio k vs lockstep batches (same run; stragglers aborted: "
+        f"{', '.join(f'k={k} {aborted[k]}' for k in ratios)})",
         left_columns=1,
     )
     report = {
         **{k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "episodes_per_set": episodes,
-        "seed_sets": [seeds[0] for seeds in seed_sets],
+        "env_slots": env_slots,
+        "seed_sets": [steps[0][0] for steps in seed_sets],
         "synchronous_seconds": sync_s,
-        "asynchronous_seconds": async_s,
+        "asynchronous_seconds": {f"ratio_{k}": async_s[k] for k in ratios},
         "ceiling_ratio_free_generation": ceilings,
         "generator_stats": served,
-        "episodes_aborted": aborted,
-        "ratio": ratio,
+        "episodes_aborted": {f"ratio_{k}": aborted[k] for k in ratios},
+        "ratios": {f"ratio_{k}": ratio[k] for k in ratios},
+        "ratio": ratio[top],
         "goal": GOAL,
     }
     write_report(args.json, report, ("rollenv", "torch", "ray"))
-    print(f"ratio (goal >= {GOAL}x): {ratio:.2f}x {'PASS' if ratio >= GOAL else 'FAIL'}")
+    verdict = "PASS" if ratio[top] >= GOAL else "FAIL"
+    print(f"ratio at async_generation_ratio {top} (goal >= {GOAL}x): {ratio[top]:.2f}x {verdict}")
     return 0
 
 

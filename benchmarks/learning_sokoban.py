@@ -24,6 +24,11 @@ Run (from the repository root)::
 
     python benchmarks/learning_sokoban.py                   # the full recipe, about 1h30
     python benchmarks/learning_sokoban.py --quick           # tiny-random, a few minutes
+    # the arms again (another recipe: --set ...) from an earlier run's SFT checkpoint,
+    # its base and SFT points copied from that run's JSON (one command):
+    python benchmarks/learning_sokoban.py --json new.json --png new.png
+        --from-sft runs/learning_sokoban/sft/checkpoints/step-429
+        --from-json benchmarks/results/learning_sokoban.json
 
 It prints a table, writes every point to JSON after each evaluation (an interrupted run keeps
 what it measured) and draws a PNG of success against minutes of training.
@@ -215,6 +220,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--png", type=Path, default=REPO_ROOT / "benchmarks" / "results" / "learning_sokoban.png"
     )
     parser.add_argument("--quick", action="store_true", help="tiny-random model, short budgets")
+    parser.add_argument(
+        "--from-sft",
+        type=Path,
+        help="skip base and SFT: run the arms from this SFT checkpoint of an earlier run "
+        "(needs --from-json)",
+    )
+    parser.add_argument(
+        "--from-json",
+        type=Path,
+        help="the earlier run's JSON: its base and SFT points and SFT clock are reused",
+    )
     # internal: one arm in its own process
     parser.add_argument("--run-arm", choices=["RL", "SFT only"], help=argparse.SUPPRESS)
     parser.add_argument("--sft-checkpoint", type=Path, help=argparse.SUPPRESS)
@@ -230,6 +246,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
             transfer_seeds=8,
         )
     args = parser.parse_args(argv)
+    if (args.from_sft is None) != (args.from_json is None):
+        parser.error("--from-sft and --from-json go together")
+    if args.from_sft is not None and not (args.from_sft / "model").is_dir():
+        parser.error(
+            f"--from-sft {args.from_sft}: no model folder in it (a sft/checkpoints/step-N)"
+        )
     if args.base_seeds is None:
         args.base_seeds = args.eval_seeds
     if args.quick:
@@ -327,6 +349,45 @@ def run_arm(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_sft(
+    args: argparse.Namespace, config: Config, recorder: Recorder
+) -> tuple[Path, float, float, float]:
+    """Base point, ``--sft-minutes`` of SFT, SFT point, checkpoint. Returns the checkpoint, the
+    training clock at its end (s), SFT success and the seconds spent evaluating."""
+    clock = Stopwatch()
+    sft = OracleSFT(config, metrics_dir=args.out / "sft")
+    evaluate = Evaluator.with_own_generator(config, sft.model, sft.tokenizer)
+
+    clock.pause()
+    recorder.add("base", 0.0, evaluate(all_envs(args, args.base_seeds)))
+    clock.resume()
+    sft.train(max_seconds=args.sft_minutes * 60 - clock.now())
+    clock.pause()
+    evaluate.generator.update_weights(sft.strategy.inference_state_dict())
+    sft_results = evaluate(all_envs(args, args.eval_seeds))
+    sft_success = recorder.add("SFT", clock.elapsed, sft_results, sft_steps=sft.step)
+    clock.resume()
+    checkpoint = sft.save(args.out / "sft")
+    sft.close()
+    return checkpoint, clock.now(), sft_success, evaluate.seconds
+
+
+def reuse_sft(args: argparse.Namespace, recorder: Recorder) -> tuple[Path, float, float, float]:
+    """What :func:`run_sft` returns, read from an earlier run (``--from-sft``, ``--from-json``):
+    its base and SFT points join ``recorder``; the arms start at its SFT point's clock."""
+    earlier = json.loads(args.from_json.read_text())
+    points = [p for p in earlier["points"] if p["arm"] in ("base", "SFT")]
+    sft_points = [p for p in points if p["arm"] == "SFT" and p["env"] == MAIN_ENV]
+    if not sft_points:
+        raise SystemExit(f"{args.from_json} has no SFT point of {MAIN_ENV}")
+    recorder.points += points
+    recorder.header["sft_from"] = {"checkpoint": str(args.from_sft), "json": str(args.from_json)}
+    sft = sft_points[0]
+    print(f"base and SFT points from {args.from_json}; the arms start at {sft['minutes']:.1f} min")
+    seconds = (earlier.get("evaluation_seconds") or {}).get("base_and_sft", 0.0)
+    return args.from_sft, sft["minutes"] * 60, sft["success"], seconds
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.run_arm:
@@ -347,24 +408,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             "torch_threads": torch.get_num_threads(),
         },
     )
-    clock = Stopwatch()
-    sft = OracleSFT(config, metrics_dir=args.out / "sft")
-    evaluate = Evaluator.with_own_generator(config, sft.model, sft.tokenizer)
-
-    clock.pause()
-    recorder.add("base", 0.0, evaluate(all_envs(args, args.base_seeds)))
-    clock.resume()
-    sft.train(max_seconds=args.sft_minutes * 60 - clock.now())
-    clock.pause()
-    evaluate.generator.update_weights(sft.strategy.inference_state_dict())
-    sft_results = evaluate(all_envs(args, args.eval_seeds))
-    sft_success = recorder.add("SFT", clock.elapsed, sft_results, sft_steps=sft.step)
-    clock.resume()
-    checkpoint = sft.save(args.out / "sft")
-    sft.close()
-    sft_clock = clock.now()
-    base_and_sft_eval_seconds = evaluate.seconds
-    del sft, evaluate  # the arms load their own models
+    if args.from_sft is not None:
+        checkpoint, sft_clock, sft_success, base_and_sft_eval_seconds = reuse_sft(args, recorder)
+    else:
+        checkpoint, sft_clock, sft_success, base_and_sft_eval_seconds = run_sft(
+            args, config, recorder
+        )
 
     arm_files = {arm: args.out / f"arm-{arm.replace(' ', '-')}.json" for arm in args.arms}
     commands = {
