@@ -22,7 +22,7 @@ drawn with the preset's ``cell_separator``); FrozenLake-v0 its own defaults. Epi
 
 Run (from the repository root)::
 
-    python benchmarks/learning_sokoban.py                   # the full recipe, about 1h30
+    python benchmarks/learning_sokoban.py                   # the full recipe, about 1h35
     python benchmarks/learning_sokoban.py --quick           # tiny-random, a few minutes
     # the arms again (another recipe: --set ...) from an earlier run's SFT checkpoint,
     # its base and SFT points copied from that run's JSON (one command):
@@ -194,7 +194,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default="sokoban")
     parser.add_argument("--budget-minutes", type=float, default=60.0)
-    parser.add_argument("--sft-minutes", type=float, default=25.0)
+    parser.add_argument("--sft-minutes", type=float, default=40.0)
     parser.add_argument("--eval-every-minutes", type=float, default=15.0)
     parser.add_argument("--eval-seeds", type=int, default=256, help=f"of {MAIN_ENV}")
     parser.add_argument("--transfer-seeds", type=int, default=64, help="of the transfer envs")
