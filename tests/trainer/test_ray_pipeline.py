@@ -14,6 +14,9 @@ from trainer.pipeline import Pipeline  # noqa: E402
 
 BASE = [
     *TWO_BY_TWO_LAKE,
+    # on Ray the samples depend on timing: groups of 8 make "every group drew equal returns, so
+    # the weights did not move" far less likely than groups of 4
+    "env.group_size=8",
     "train.eval_groups=3",
     "rollout.mode=ray",
     "rollout.env_managers=2",
@@ -45,7 +48,7 @@ def test_async_steps_train_on_groups_at_most_k_versions_old(tmp_path, local_ray)
         # step 1 started its own groups and step 2's (k=1), all under version 0
         assert pipeline.rollouts.scheduler.pending_groups == 2
         assert first["rollout/staleness_max"] == 0.0
-        assert first["rollout/episodes_finished"] >= 8
+        assert first["rollout/episodes_finished"] >= 16
         second = pipeline.train_step()
         assert second["rollout/staleness_max"] <= 1.0  # step 2 may train on version-0 groups
         after = _trainable(pipeline)
