@@ -129,15 +129,14 @@ def least_async_s(trajectories: Sequence[Any], env_slots: int) -> float:
 
 
 def stream_rollout(scheduler: RolloutScheduler, steps: Sequence[Sequence[int]], ahead: int) -> int:
-    """Plays the groups of consecutive training steps (``steps[n]``: step n's seeds) as
-    ``RayRollouts`` does with ``async_generation_ratio=ahead``: before waiting for step n, the
-    groups of steps n..n+ahead are started; each step takes the oldest complete groups.
-    Returns the number of trajectories handed back."""
+    """Plays the groups of consecutive training steps (``steps[n]``: step n's seeds) by
+    ``RayRollouts.rollout``'s rule with ``async_generation_ratio=ahead``: before each step waits,
+    groups are started until ``ahead + 1`` steps' worth are running; each step takes the oldest
+    complete groups. Returns the number of trajectories handed back."""
     seeds = [seed for step in steps for seed in step]
     submitted = handed_back = 0
-    for n, step in enumerate(steps):
-        wanted = min(len(seeds), sum(len(s) for s in steps[: n + 1 + ahead]))
-        while submitted < wanted:
+    for step in steps:
+        while scheduler.pending_groups < len(step) * (ahead + 1) and submitted < len(seeds):
             scheduler.submit(seeds[submitted], group_id=submitted, version=0)
             submitted += 1
         for group in scheduler.collect(len(step), version=0):
@@ -215,7 +214,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     import ray
 
     args = parse_args(argv)
-    per_set = args.groups * args.steps
     # seed set r, step n: groups 1000 + 100_000 r + n * groups ..
     seed_sets = [
         [
@@ -224,7 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ]
         for first in (1000 + 100_000 * r for r in range(args.repeats))
     ]
-    episodes = per_set * args.group_size
+    episodes = args.steps * args.groups * args.group_size
     env_slots = args.env_actors * args.envs_per_actor
     ratios = (0, args.async_generation_ratio) if args.async_generation_ratio else (0,)
     sampling = SamplingParams(max_new_tokens=args.max_new_tokens, temperature=1.0, seed=0)
@@ -272,13 +270,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             wrap=SlowEnvs(args.median_latency_s, args.sigma, args.p_end, counter),
             **options,
         )
+        # warm-up (a seed not measured): actors and model loaded
+        RolloutScheduler(actors, group_size=args.group_size).rollout([999])
         async_s: dict[int, list[float]] = {}
         aborted = {}
         for ahead in ratios:
             scheduler = RolloutScheduler(
                 actors, group_size=args.group_size, redundancy=args.redundancy, max_staleness=ahead
             )
-            scheduler.rollout([999])  # warm-up (a seed not measured): actors and model loaded
             ray.get(counter.reset.remote())  # this pass draws what the lockstep side drew
             async_s[ahead] = []
             for steps in seed_sets:
