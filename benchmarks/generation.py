@@ -30,7 +30,9 @@ ratio against HF float32 and against HF in the same dtype (when ``--hf-bfloat16`
 the goal is judged on the latter, like against like. A second row runs only the first turn
 of every episode (no history to reuse), which isolates batching from prefix reuse.
 ``update_weights`` (the per-RL-step weight sync, which also empties our cache) is timed on its
-own. Each figure is the median over ``--repeats`` runs, with the engines alternating.
+own. Each figure is the median over ``--repeats`` runs, with the engines alternating, after an
+untimed warm-up in which every engine plays the first turn once (our engine allocates its cache
+rows and weight packs there, as a training run does in its first rollout).
 
 Run (from the repository root)::
 
@@ -233,8 +235,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{sum(map(len, workload))} turns, batch {args.batch_size}, "
         f"torch threads {torch.get_num_threads()}"
     )
-    for engine in engines.values():  # warm-up
-        engine.generate([workload[0][0]], SamplingParams(max_new_tokens=4, seed=0))
+    # Warm-up, untimed: every engine plays the first turn once. The continuous engine
+    # allocates its cache rows and weight packs on first use (vLLM does at start-up); in
+    # training that happens once per run, not once per rollout. Its prefixes are forgotten
+    # before each timed run (``measure`` clears the cache), so no reuse carries over.
+    for engine in engines.values():
+        engine.generate(
+            [turns[0] for turns in workload], SamplingParams(**{**params.__dict__, "seed": 1})
+        )
     print("multi-turn rollout workload:")
     rollout = measure(engines, workload, params, args.repeats)
     print("first turn only:")

@@ -46,6 +46,7 @@ from transformers.models.llama.modeling_llama import rotate_half
 from trainer.generation.base import GenerationOutput, SamplingParams
 from trainer.generation.hf import HFGenerator, prepare_request, sample_next_tokens
 from trainer.generation.kv_cache import SlotKVCache
+from trainer.generation.packed_linear import PackedLinear, packing_available, row_buckets
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -64,7 +65,7 @@ class _Request:
     finish_reason: str = "length"
 
 
-class _FusedLinear:
+class _FusedLinear(PackedLinear):
     """Linear modules that read the same input, run as one matmul: q/k/v in one and gate/up in
     one, so a layer runs four matmuls where the model's modules run seven.
 
@@ -73,26 +74,24 @@ class _FusedLinear:
     another copy. The layout stays ``F.linear``'s: the logits are bit for bit the model's.
     """
 
-    def __init__(self, modules: Sequence[torch.nn.Linear]) -> None:
-        self.weight = torch.cat([m.weight.detach() for m in modules])
-        self.bias: torch.Tensor | None = None
+    def __init__(self, modules: Sequence[torch.nn.Linear], buckets: Sequence[int]) -> None:
+        weight = torch.cat([m.weight.detach() for m in modules])
+        bias: torch.Tensor | None = None
         if any(m.bias is not None for m in modules):
-            self.bias = torch.cat(
+            bias = torch.cat(
                 [
-                    m.bias.detach() if m.bias is not None else self.weight.new_zeros(m.out_features)
+                    m.bias.detach() if m.bias is not None else weight.new_zeros(m.out_features)
                     for m in modules
                 ]
             )
         offset = 0
         for m in modules:
             rows = m.weight.shape[0]
-            m.weight.data = self.weight[offset : offset + rows]
-            if m.bias is not None:
-                m.bias.data = self.bias[offset : offset + rows]
+            m.weight.data = weight[offset : offset + rows]
+            if m.bias is not None and bias is not None:
+                m.bias.data = bias[offset : offset + rows]
             offset += rows
-
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        return F.linear(x, self.weight, self.bias)
+        super().__init__(weight, bias, buckets)
 
 
 def _weights_dtype(dtype: torch.dtype | str | None, model_dtype: torch.dtype) -> torch.dtype:
@@ -105,6 +104,13 @@ def _weights_dtype(dtype: torch.dtype | str | None, model_dtype: torch.dtype) ->
         allowed = ", ".join(repr(n) for n in (None, *names))
         raise ValueError(f"dtype must be one of {allowed}, got {dtype!r}")
     return resolved  # type: ignore[return-value]
+
+
+def _rms_norm(norm: torch.nn.Module, hidden: torch.Tensor) -> torch.Tensor:
+    """``norm(hidden)`` for a Llama RMSNorm module, as one fused op instead of its six (the
+    same float32 result; a decode step runs 61 of them)."""
+    weight = norm.weight
+    return F.rms_norm(hidden, weight.shape, weight, norm.variance_epsilon)
 
 
 def _common_prefix_length(a: list[int], b: list[int]) -> int:
@@ -134,6 +140,10 @@ class ContinuousGenerator:
             them, while the rotary embedding, the norms' statistics and the softmax are still
             computed in the model's dtype. Its log-probs differ from a float32 trainer's by a
             few hundredths, so train with ``old_logprobs: recompute``.
+        packed_weights: run decode steps on MKL-packed copies of the float32 weights (see
+            :class:`~trainer.generation.packed_linear.PackedLinear`): faster, at the cost of
+            one more copy of the weights per row bucket in use (4, 8, 16, ... up to
+            ``max_batch_size``). ``None``: on where the build supports it (float32 on CPU).
 
     Raises:
         ValueError: the model's architecture or ``dtype`` is not supported.
@@ -148,6 +158,7 @@ class ContinuousGenerator:
         max_batch_size: int = 32,
         cache_rows: int | None = None,
         dtype: torch.dtype | str | None = None,
+        packed_weights: bool | None = None,
     ) -> None:
         model_type = getattr(model.config, "model_type", None)
         if model_type not in SUPPORTED_MODEL_TYPES or hasattr(
@@ -174,14 +185,33 @@ class ContinuousGenerator:
             for module in (decoder.embed_tokens, decoder.layers, decoder.norm, model.lm_head):
                 module.to(self.dtype)
         self._layers = list(model.model.layers)
+        supported = packing_available(self.dtype, self.device)
+        if packed_weights and not supported:
+            raise ValueError(
+                "packed_weights needs float32 weights on a CPU build of torch with MKL, "
+                f"not {self.dtype} on {self.device}"
+            )
+        buckets = row_buckets(max_batch_size) if supported and packed_weights is not False else ()
         with torch.no_grad():
             self._qkv = [
-                _FusedLinear([a.q_proj, a.k_proj, a.v_proj])
+                _FusedLinear([a.q_proj, a.k_proj, a.v_proj], buckets)
                 for a in (layer.self_attn for layer in self._layers)
             ]
             self._gate_up = [
-                _FusedLinear([layer.mlp.gate_proj, layer.mlp.up_proj]) for layer in self._layers
+                _FusedLinear([layer.mlp.gate_proj, layer.mlp.up_proj], buckets)
+                for layer in self._layers
             ]
+            self._o = [
+                PackedLinear(a.o_proj.weight, a.o_proj.bias, buckets)
+                for a in (layer.self_attn for layer in self._layers)
+            ]
+            self._down = [
+                PackedLinear(layer.mlp.down_proj.weight, layer.mlp.down_proj.bias, buckets)
+                for layer in self._layers
+            ]
+            head = model.lm_head
+            self._lm_head = PackedLinear(head.weight, head.bias, buckets)
+        self._linears = [*self._qkv, *self._gate_up, *self._o, *self._down, self._lm_head]
         self._heads = config.num_attention_heads
         self._kv_heads = getattr(config, "num_key_value_heads", None) or self._heads
         self._head_dim = getattr(config, "head_dim", None) or config.hidden_size // self._heads
@@ -355,14 +385,11 @@ class ContinuousGenerator:
             mask = torch.arange(span, device=device)[None, None, :] <= query_pos[:, :, None]
             mask = mask[:, None]  # (rows, 1, width, span)
         else:
-            # one query per row: attention is two small batched matmuls, with the query heads
-            # of each key/value head side by side (no copy of the cache per query head)
             visible = torch.arange(span, device=device)[None, :] <= positions[:, None]
-            bias = torch.zeros(visible.shape, dtype=float_dtype, device=device)
-            bias = bias.masked_fill(~visible, float("-inf"))[:, None, None, :]
+            visible = visible[:, None, None, :]  # (rows, 1, 1, span)
         for index, layer in enumerate(self._layers):
             residual = hidden
-            qkv = self._qkv[index](layer.input_layernorm(hidden)).to(float_dtype)
+            qkv = self._qkv[index](_rms_norm(layer.input_layernorm, hidden)).to(float_dtype)
             qkv = qkv.view(-1, heads + 2 * kv_heads, head_dim)
             # rotary embedding of queries and keys at once: x * cos + rotate_half(x) * sin
             qk = qkv[:, : heads + kv_heads]
@@ -374,10 +401,12 @@ class ContinuousGenerator:
             rows_keys = keys[first : first + count, :, :span]
             rows_values = values[first : first + count, :, :span]
             if decoding:
+                # one query per row: the query heads of each key/value head side by side, as
+                # if they were queries at one position (no copy of the cache per query head)
                 grouped = q.reshape(count, kv_heads, heads // kv_heads, head_dim).to(keys.dtype)
-                scores = torch.matmul(grouped, rows_keys.transpose(-1, -2)).to(bias.dtype)
-                weights = (scores * self._scale + bias).softmax(dim=-1).to(keys.dtype)
-                out = torch.matmul(weights, rows_values).reshape(count, heads * head_dim)
+                out = F.scaled_dot_product_attention(
+                    grouped, rows_keys, rows_values, attn_mask=visible, scale=self._scale
+                ).reshape(count, heads * head_dim)
             else:
                 queries = keys.new_zeros((count, width, heads, head_dim))
                 queries[row_of, column] = q.to(keys.dtype)
@@ -390,13 +419,14 @@ class ContinuousGenerator:
                     enable_gqa=True,
                 )  # (rows, heads, width, head_dim)
                 out = out.transpose(1, 2)[row_of, column].reshape(-1, heads * head_dim)
-            hidden = residual + layer.self_attn.o_proj(out.to(hidden.dtype))
+            hidden = residual + self._o[index](out.to(hidden.dtype))
             residual = hidden
-            gate, up = self._gate_up[index](layer.post_attention_layernorm(hidden)).chunk(2, dim=-1)
-            hidden = residual + layer.mlp.down_proj(layer.mlp.act_fn(gate) * up)
+            normed = _rms_norm(layer.post_attention_layernorm, hidden)
+            gate, up = self._gate_up[index](normed).chunk(2, dim=-1)
+            hidden = residual + self._down[index](layer.mlp.act_fn(gate) * up)
         last = torch.cumsum(lengths, dim=0) - 1
         hidden = self.model.model.norm(hidden[last])
-        return self.model.lm_head(hidden).float()
+        return self._lm_head(hidden).float()
 
     def update_weights(self, state_dict: Mapping[str, torch.Tensor], strict: bool = True) -> None:
         """Loads new policy weights and forgets every cached prefix (computed with the old).
@@ -405,3 +435,10 @@ class ContinuousGenerator:
         """
         self._hf.update_weights(state_dict, strict=strict)
         self.cache.clear()
+        # a full load is the whole sync: re-pack now, so its cost counts as sync time; a partial
+        # one is followed by more, so the packs are made again when next used
+        for linear in self._linears:
+            if strict:
+                linear.repack()
+            else:
+                linear.drop_packs()

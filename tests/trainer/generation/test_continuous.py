@@ -146,16 +146,30 @@ def test_a_call_that_raised_leaves_no_half_written_rows(tiny):
 
 
 def test_same_seed_draws_the_same_tokens_as_the_reference(tiny):
-    # one prompt per call: both draw from one random stream in the same order, so equal
-    # distributions give equal samples
+    # One prompt per call: both draw from one random stream in the same order, so equal
+    # distributions give equal samples. "Equal" is up to float rounding (the engines sum in
+    # different orders, ~1e-6 apart): a draw that lands within rounding of the boundary
+    # between two tokens in the cumulative distribution may pick either neighbour. So the
+    # replies must agree up to such a neighbour swap, if any (after it the contexts differ);
+    # a wrong distribution moves a draw to an unrelated token, or its log-probs apart.
     model, tokenizer = tiny
     reference, fast = _pair(model, tokenizer)
+    compared = drawn = 0
     for seed, prompt in enumerate(PROMPTS):
         params = SamplingParams(max_new_tokens=16, temperature=1.0, seed=seed)
         [a] = fast.generate([prompt], params)
         [b] = reference.generate([prompt], params)
-        assert a.token_ids == b.token_ids
-        assert a.logprobs == pytest.approx(b.logprobs, abs=1e-4)
+        same = next(
+            (i for i, (x, y) in enumerate(zip(a.token_ids, b.token_ids, strict=False)) if x != y),
+            len(b.token_ids),
+        )
+        if same < len(b.token_ids):
+            assert abs(a.token_ids[same] - b.token_ids[same]) == 1, (seed, same)
+        else:
+            assert a.token_ids == b.token_ids
+        assert a.logprobs[:same] == pytest.approx(b.logprobs[:same], abs=1e-4)
+        compared, drawn = compared + same, drawn + len(b.token_ids)
+    assert compared >= 0.75 * drawn
 
 
 @pytest.mark.parametrize("temperature", [1.0, 0.7])
@@ -311,14 +325,18 @@ class TestSlotKVCache:
         row, shared = cache.admit(list(range(10)))
         assert cache.capacity >= 10 and all(k.shape[2] == cache.capacity for k in cache.keys)
 
-    def test_rows_are_allocated_as_they_are_needed(self):
+    def test_rows_are_allocated_once_more_than_eight_are_needed(self):
         cache = self._cache(rows=20)
         assert cache.rows == 8 and cache.keys[0].shape[0] == 8
-        for i in range(10):
+        for i in range(8):
             row, _ = cache.admit([i])
             self._fill(cache, row, [i])
-        assert cache.active == 10 and cache.rows == 16
-        assert all(k.shape[0] == 16 for k in cache.keys + cache.values)
+        assert cache.rows == 8
+        for i in range(8, 10):
+            row, _ = cache.admit([i])
+            self._fill(cache, row, [i])
+        assert cache.active == 10 and cache.rows == 20
+        assert all(k.shape[0] == 20 for k in cache.keys + cache.values)
         assert cache.tokens[:10, 0].tolist() == list(range(10))  # nothing lost in the move
 
     def test_misuse_is_refused(self):
@@ -333,3 +351,29 @@ class TestSlotKVCache:
         small = SlotKVCache(layers=1, rows=2, kv_heads=1, head_dim=1, capacity=2, max_capacity=4)
         with pytest.raises(ValueError, match="exceeds the model's context"):
             small.admit(list(range(5)))
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_packed_weights_follow_full_and_partial_updates(load, strict):
+    # 5 prompts decode on the 8-row pack; a stale pack would keep the old policy
+    model0, tokenizer = load("tiny-random", 0)
+    model1, _ = load("tiny-random", 1)
+    fast = ContinuousGenerator(model0, tokenizer, packed_weights=True)
+    params = SamplingParams(max_new_tokens=8, temperature=0.0)
+    fast.generate(PROMPTS, params)
+    assert 8 in fast._lm_head.packed_buckets
+    state = model1.state_dict()
+    if strict:
+        fast.update_weights(state)
+    else:  # a bucketed push: two halves
+        names = list(state)
+        fast.update_weights({n: state[n] for n in names[: len(names) // 2]}, strict=False)
+        fast.update_weights({n: state[n] for n in names[len(names) // 2 :]}, strict=False)
+    expected = HFGenerator(model1, tokenizer).generate(PROMPTS, params)
+    assert [o.token_ids for o in fast.generate(PROMPTS, params)] == [o.token_ids for o in expected]
+
+
+def test_packed_weights_are_refused_where_they_cannot_run(tiny):
+    model, tokenizer = tiny
+    with pytest.raises(ValueError, match="packed_weights needs float32"):
+        ContinuousGenerator(copy.deepcopy(model), tokenizer, dtype="bfloat16", packed_weights=True)

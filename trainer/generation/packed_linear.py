@@ -1,0 +1,121 @@
+"""``PackedLinear``: a float32 linear layer that also keeps its weight in MKL's packed layout.
+
+A decode step multiplies a few rows (one per running sequence) by every weight matrix. On this
+2-core CPU a float32 ``F.linear`` reaches less than half the arithmetic rate at 8-64 rows that it
+reaches on a long prompt: MKL re-arranges (packs) the weight into the order its kernel reads it
+on every call. ``cblas_sgemm_pack`` does that once; torch exposes it as
+``torch.ops.mkl._mkl_reorder_linear_weight`` / ``torch.ops.mkl._mkl_linear`` (what
+TorchInductor uses for frozen float32 linears). A pack is made for one row count and is only
+used for exactly that many rows, so this class keeps one pack per *bucket* (4, 8, 16, ...) and
+pads the rows up to the next bucket: 17-32 rows all run on the 32-row pack, which is faster than
+``F.linear`` on any of those counts. Measured with SmolLM2-135M's 30 layers of weights (too
+large for the CPU caches, as in a real decode step): 32 rows take 39.6 ms packed against
+45-54 ms for 17-31 rows unpacked; 8 rows 25.8 ms against 37.8 ms.
+
+Each pack is a copy of the weight, made the first time its bucket is used: a model's float32
+weights once more per bucket in use. Above the largest bucket (prompts), or below ``min_rows``
+(where reading the weight is all the time there is), the plain ``F.linear`` runs.
+
+Example:
+    >>> import torch
+    >>> weight = torch.randn(32, 16)
+    >>> linear = PackedLinear(weight, None, buckets=(4, 8))
+    >>> x = torch.randn(5, 16)
+    >>> torch.allclose(linear(x), torch.nn.functional.linear(x, weight), atol=1e-5)
+    True
+    >>> sorted(linear.packed_buckets)  # 5 rows ran on the 8-row pack
+    [8]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+
+__all__ = ["PackedLinear", "packing_available", "row_buckets"]
+
+
+def packing_available(dtype: torch.dtype, device: torch.device | str) -> bool:
+    """Whether this torch build can pack weights of ``dtype`` on ``device`` (float32 on a CPU
+    with MKL)."""
+    return (
+        dtype == torch.float32
+        and torch.device(device).type == "cpu"
+        and torch.backends.mkl.is_available()
+        and hasattr(torch.ops.mkl, "_mkl_linear")
+    )
+
+
+def row_buckets(max_rows: int, smallest: int = 4) -> tuple[int, ...]:
+    """Powers of two from ``smallest`` up to the first that holds ``max_rows``.
+
+    Example:
+        >>> row_buckets(48)
+        (4, 8, 16, 32, 64)
+    """
+    buckets = [smallest]
+    while buckets[-1] < max_rows:
+        buckets.append(buckets[-1] * 2)
+    return tuple(buckets)
+
+
+class PackedLinear:
+    """``y = x @ weight.T + bias``, on an MKL-packed copy of ``weight`` for small row counts.
+
+    The weight is held, not copied: in-place loads into it (``load_state_dict``) are seen by
+    the plain path at once and by the packed path after :meth:`repack`.
+
+    Args:
+        weight: ``(out_features, in_features)`` float32 weight, as ``nn.Linear`` holds it.
+        bias: ``(out_features,)`` or ``None``.
+        buckets: the row counts packs are made for; rows are padded up to the next one.
+            Empty: always ``F.linear`` (any dtype).
+        min_rows: fewer rows than this use ``F.linear``.
+    """
+
+    def __init__(
+        self,
+        weight: torch.Tensor,
+        bias: torch.Tensor | None,
+        buckets: Sequence[int],
+        min_rows: int = 3,
+    ) -> None:
+        if buckets and (weight.dtype != torch.float32 or weight.dim() != 2):
+            raise ValueError(f"packing needs a 2-d float32 weight, got {weight.dtype}")
+        self.weight, self.bias = weight.detach(), None if bias is None else bias.detach()
+        self.buckets = tuple(sorted(buckets))
+        self.min_rows = min_rows
+        self._packs: dict[int, torch.Tensor] = {}
+
+    @property
+    def packed_buckets(self) -> tuple[int, ...]:
+        """The buckets that have a pack (those used since the last weight change)."""
+        return tuple(self._packs)
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        rows = x.shape[0]
+        bucket = next((b for b in self.buckets if b >= rows), None)
+        if bucket is None or rows < self.min_rows or x.dim() != 2:
+            return F.linear(x, self.weight, self.bias)
+        pack = self._packs.get(bucket)
+        if pack is None:
+            pack = self._packs[bucket] = self._pack(bucket)
+        if rows < bucket:
+            x = F.pad(x, (0, 0, 0, bucket - rows))
+        out = torch.ops.mkl._mkl_linear(x.contiguous(), pack, self.weight, self.bias, bucket)
+        return out[:rows]
+
+    def repack(self) -> None:
+        """Re-packs every bucket in use, after the weight changed in place."""
+        for bucket in self._packs:
+            self._packs[bucket] = self._pack(bucket)
+
+    def drop_packs(self) -> None:
+        """Forgets the packs (they are made again when next used)."""
+        self._packs.clear()
+
+    def _pack(self, bucket: int) -> torch.Tensor:
+        with torch.inference_mode():
+            return torch.ops.mkl._mkl_reorder_linear_weight(self.weight, bucket)
