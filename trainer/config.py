@@ -170,6 +170,18 @@ class GenerationConfig(_Section):
     # "bfloat16": the continuous engine's weights in bfloat16 (faster decoding on CPUs with
     # AMX / AVX512-BF16); its log-probs are no longer the float32 trainer's
     dtype: Literal["float32", "bfloat16"] = "float32"
+    # the continuous engine's decode matmuls on MKL-packed float32 weights: faster, one more
+    # copy of the weights per row bucket in use (8, 32, ... up to max_batch_size)
+    packed_weights: bool = True
+
+    def engine_options(self) -> dict[str, object]:
+        """Keyword arguments for the backend beyond ``max_batch_size`` (the non-defaults)."""
+        options: dict[str, object] = {}
+        if self.dtype != "float32":
+            options["dtype"] = self.dtype
+        if self.backend == "continuous" and not self.packed_weights:
+            options["packed_weights"] = False
+        return options
 
 
 class RolloutConfig(_Section):

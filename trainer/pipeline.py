@@ -210,16 +210,13 @@ class Pipeline:
             self.rollouts = RayRollouts(config, model_name, self.tokenizer, self.sampling)
             self.rollouts.push_weights(self.strategy.inference_state_dict(), version=0)
         else:
-            dtype = (
-                {"dtype": config.generation.dtype} if config.generation.dtype != "float32" else {}
-            )
             self.generator = make_generator(
                 config.generation.backend,
                 generator_model,
                 self.tokenizer,
                 device=device,
                 max_batch_size=config.generation.max_batch_size,
-                **dtype,
+                **config.generation.engine_options(),
             )
             self.manager = self._env_manager(config.env.group_size, self.sampling)
             self.eval_manager = self._env_manager(1, self.eval_sampling)

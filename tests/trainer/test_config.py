@@ -79,3 +79,15 @@ def test_ray_flags_switch_the_rollout_mode_and_join_a_cluster():
         config_from_args(parser.parse_args(["train", "--env", "sokoban", "--ray"])).rollout.mode
         == "ray"
     )
+
+
+def test_generation_engine_options_carry_the_non_defaults():
+    assert load_config("sokoban").generation.engine_options() == {}
+    off = load_config("sokoban", ["generation.packed_weights=false"]).generation
+    assert off.engine_options() == {"packed_weights": False}
+    hf = load_config("sokoban", ["generation.backend=hf", "generation.packed_weights=false"])
+    assert hf.generation.engine_options() == {}  # the hf backend packs nothing
+    bf16 = load_config(
+        "sokoban", ["generation.dtype=bfloat16", "algorithm.old_logprobs=recompute"]
+    ).generation
+    assert bf16.engine_options() == {"dtype": "bfloat16"}

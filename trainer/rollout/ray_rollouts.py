@@ -57,9 +57,10 @@ class RayRollouts:
         if self._started_ray:
             ray.init(address=settings.ray_address, include_dashboard=False, log_to_driver=False)
         generation = config.generation
-        options: dict[str, Any] = {"max_batch_size": generation.max_batch_size}
-        if generation.dtype != "float32":
-            options["dtype"] = generation.dtype
+        options: dict[str, Any] = {
+            "max_batch_size": generation.max_batch_size,
+            **generation.engine_options(),
+        }
         self.fleet = GeneratorFleet(
             model,
             replicas=settings.generator_replicas,
