@@ -87,14 +87,13 @@ class _FusedLinear(PackedLinear):
                     for m in modules
                 ]
             )
-        offset = 0
-        for m in modules:
-            rows = m.weight.shape[0]
-            m.weight.data = weight[offset : offset + rows]
-            if m.bias is not None and bias is not None:
-                m.bias.data = bias[offset : offset + rows]
-            offset += rows
         self._sizes = [m.weight.shape[0] for m in modules]
+        parts = weight.split(self._sizes)
+        bias_parts = bias.split(self._sizes) if bias is not None else [None] * len(modules)
+        for m, w, b in zip(modules, parts, bias_parts, strict=True):
+            m.weight.data = w
+            if m.bias is not None:
+                m.bias.data = b
         super().__init__(weight, bias, buckets)
 
     def separately(self, x: torch.Tensor) -> list[torch.Tensor]:

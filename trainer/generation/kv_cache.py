@@ -28,6 +28,17 @@ import torch
 __all__ = ["SlotKVCache"]
 
 
+def _grown(tensor: torch.Tensor, dim: int, size: int, fill: float = 0) -> torch.Tensor:
+    """``tensor`` extended along ``dim`` to ``size``, the new part ``fill``: one allocation,
+    filled, then the old part copied in. (``torch.cat`` with a filled block allocates that
+    block, then everything again; freshly touched memory is what growing costs on a VM.)"""
+    shape = list(tensor.shape)
+    shape[dim] = size
+    grown = tensor.new_full(shape, fill)
+    grown.narrow(dim, 0, tensor.shape[dim]).copy_(tensor)
+    return grown
+
+
 class SlotKVCache:
     """Per-layer key/value tensors of shape ``(rows, kv_heads, capacity, head_dim)``.
 
@@ -103,11 +114,10 @@ class SlotKVCache:
         # grow by half (not double: at a context of 1024, one token more must not cost 1024
         # positions in every row), in multiples of 64
         new = min(-(-max(length, self.capacity * 3 // 2) // 64) * 64, self.max_capacity)
-        pad = new - self.capacity
         for cache in (self.keys, self.values):
             for i, tensor in enumerate(cache):
-                cache[i] = torch.nn.functional.pad(tensor, (0, 0, 0, pad))
-        self.tokens = torch.nn.functional.pad(self.tokens, (0, pad), value=-1)
+                cache[i] = _grown(tensor, dim=2, size=new)
+        self.tokens = _grown(self.tokens, dim=1, size=new, fill=-1)
         self.capacity = new
 
     def _shared_prefix(self, prompt: torch.Tensor) -> torch.Tensor:
@@ -204,8 +214,8 @@ class SlotKVCache:
         pad = new - self.rows
         for cache in (self.keys, self.values):
             for i, tensor in enumerate(cache):
-                cache[i] = torch.cat([tensor, tensor.new_zeros((pad, *tensor.shape[1:]))])
-        self.tokens = torch.cat([self.tokens, self.tokens.new_full((pad, self.capacity), -1)])
+                cache[i] = _grown(tensor, dim=0, size=new)
+        self.tokens = _grown(self.tokens, dim=0, size=new, fill=-1)
         self.lengths += [0] * pad
         self.last_used += [0] * pad
         self.rows = new
