@@ -45,8 +45,9 @@ class SlotKVCache:
     Args:
         layers: transformer layers.
         rows: most sequences the cache holds at once (running plus idle, kept for reuse); 8
-            rows are allocated first and all of them once more are needed, so a few short
-            requests stay small while a batch pays for one move, not one per doubling.
+            rows are allocated first and doubled as more are needed, straight to ``rows`` once
+            doubling would leave fewer than that many to go (64 -> 129, not 128 -> 129), so a
+            batch of 8 episodes keeps 16 rows, not the whole batch size's worth.
         kv_heads: key/value heads per layer.
         head_dim: size of one head.
         capacity: tokens per row to start with; grows (by half) when a sequence needs more.
@@ -208,9 +209,12 @@ class SlotKVCache:
         return last
 
     def _add_rows(self) -> None:
-        # straight to the most rows: growing step by step copied every row at each step, and the
-        # last step (128 rows to 129) copied them all for one more
-        new = self.max_rows
+        # doubling keeps small batches small (every row is capacity x layers of keys and values:
+        # 36 MB for SmolLM2 at 768 tokens); the last step goes to the maximum at once, since
+        # 128 rows to 129 would copy them all for one more
+        new = min(2 * self.rows, self.max_rows)
+        if self.max_rows - new < self.rows:
+            new = self.max_rows
         pad = new - self.rows
         for cache in (self.keys, self.values):
             for i, tensor in enumerate(cache):

@@ -325,19 +325,18 @@ class TestSlotKVCache:
         row, shared = cache.admit(list(range(10)))
         assert cache.capacity >= 10 and all(k.shape[2] == cache.capacity for k in cache.keys)
 
-    def test_rows_are_allocated_once_more_than_eight_are_needed(self):
-        cache = self._cache(rows=20)
+    def test_rows_double_as_needed_and_jump_to_the_most_at_the_end(self):
+        cache = self._cache(rows=40)
         assert cache.rows == 8 and cache.keys[0].shape[0] == 8
-        for i in range(8):
+        sizes = []
+        for i in range(39):
             row, _ = cache.admit([i])
             self._fill(cache, row, [i])
-        assert cache.rows == 8
-        for i in range(8, 10):
-            row, _ = cache.admit([i])
-            self._fill(cache, row, [i])
-        assert cache.active == 10 and cache.rows == 20
-        assert all(k.shape[0] == 20 for k in cache.keys + cache.values)
-        assert cache.tokens[:10, 0].tolist() == list(range(10))  # nothing lost in the move
+            sizes.append(cache.rows)
+        # 8 -> 16 -> 40: doubling to 32 would leave 8 rows to go, fewer than the 16 it had
+        assert sizes[:8] == [8] * 8 and sizes[8:16] == [16] * 8 and set(sizes[16:]) == {40}
+        assert all(k.shape[0] == 40 for k in cache.keys + cache.values)
+        assert cache.tokens[:39, 0].tolist() == list(range(39))  # nothing lost in the moves
 
     def test_misuse_is_refused(self):
         cache = self._cache(rows=2)
