@@ -386,7 +386,9 @@ def release_freed_memory() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
-def reuse_sft(args: argparse.Namespace, recorder: Recorder) -> tuple[Path, float, float, float]:
+def reuse_sft(
+    args: argparse.Namespace, recorder: Recorder
+) -> tuple[Path, float, float, float | None]:
     """What :func:`run_sft` returns, read from an earlier run (``--from-sft``, ``--from-json``):
     its base and SFT points join ``recorder``; the arms start at its SFT point's clock."""
     earlier = json.loads(args.from_json.read_text())
@@ -398,7 +400,8 @@ def reuse_sft(args: argparse.Namespace, recorder: Recorder) -> tuple[Path, float
     recorder.header["sft_from"] = {"checkpoint": str(args.from_sft), "json": str(args.from_json)}
     sft = sft_points[0]
     print(f"base and SFT points from {args.from_json}; the arms start at {sft['minutes']:.1f} min")
-    seconds = (earlier.get("evaluation_seconds") or {}).get("base_and_sft", 0.0)
+    # None where the earlier run ended before writing its summary (an arm failed)
+    seconds = (earlier.get("evaluation_seconds") or {}).get("base_and_sft")
     return args.from_sft, sft["minutes"] * 60, sft["success"], seconds
 
 
