@@ -95,6 +95,7 @@ class Evaluator:
             copy.deepcopy(model),
             tokenizer,
             max_batch_size=config.generation.max_batch_size,
+            **config.generation.engine_options(),
         )
         return cls(config, generator, tokenizer)
 
@@ -375,11 +376,12 @@ def run_sft(
 
 
 def release_freed_memory() -> None:
-    """Hands memory freed by the SFT phase back to the system before the arms start.
+    """Frees what the SFT phase left before the arms start: objects held only in reference
+    cycles, and heap pages glibc keeps for reuse.
 
-    glibc keeps freed heap pages for reuse: after SFT this process held 6.2 GB while waiting
-    for the arms, and with both arms evaluating the machine's 24 GB ran out (the RL arm was
-    killed).
+    After SFT this process held 6.2 GB while waiting for the arms, and with both arms
+    evaluating, the machine's 24 GB ran out (the RL arm was killed). Which of the two held it
+    was not measured.
     """
     gc.collect()
     if sys.platform.startswith("linux"):

@@ -87,21 +87,21 @@ class _FusedLinear(PackedLinear):
                     for m in modules
                 ]
             )
-        self._sizes = [m.weight.shape[0] for m in modules]
-        parts = weight.split(self._sizes)
-        bias_parts = bias.split(self._sizes) if bias is not None else [None] * len(modules)
+        sizes = [m.weight.shape[0] for m in modules]
+        parts = weight.split(sizes)
+        bias_parts = bias.split(sizes) if bias is not None else [None] * len(modules)
         for m, w, b in zip(modules, parts, bias_parts, strict=True):
             m.weight.data = w
             if m.bias is not None:
                 m.bias.data = b
+        # views of the fused weight: in-place loads keep them current
+        self._parts = list(zip(parts, bias_parts, strict=True))
         super().__init__(weight, bias, buckets)
 
     def separately(self, x: torch.Tensor) -> list[torch.Tensor]:
         """Each module's output, from its own matmul. On a long prompt MKL runs the parts of
         gate/up about a fifth faster than the fused matrix with its wide output."""
-        weights = self.weight.split(self._sizes)
-        biases = self.bias.split(self._sizes) if self.bias is not None else [None] * len(weights)
-        return [F.linear(x, w, b) for w, b in zip(weights, biases, strict=True)]
+        return [F.linear(x, w, b) for w, b in self._parts]
 
 
 def _weights_dtype(dtype: torch.dtype | str | None, model_dtype: torch.dtype) -> torch.dtype:

@@ -46,8 +46,8 @@ class SlotKVCache:
         layers: transformer layers.
         rows: most sequences the cache holds at once (running plus idle, kept for reuse); 8
             rows are allocated first and doubled as more are needed, straight to ``rows`` once
-            doubling would leave fewer than that many to go (64 -> 129, not 128 -> 129), so a
-            batch of 8 episodes keeps 16 rows, not the whole batch size's worth.
+            doubling would leave fewer than that many to go (64 -> 129, not 128 -> 129), so
+            memory follows use.
         kv_heads: key/value heads per layer.
         head_dim: size of one head.
         capacity: tokens per row to start with; grows (by half) when a sequence needs more.
