@@ -210,7 +210,7 @@ def _add_train_command(commands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--algo",
         choices=["starpo", "grpo", "gigpo", "ppo", "rloo", "reinforce++"],
-        help="the algorithm (gigpo switches to window context, ppo to full)",
+        help="the algorithm (ppo switches to full context)",
     )
     parser.add_argument("--steps", type=_positive_int, help="train.steps")
     parser.add_argument(

@@ -257,8 +257,6 @@ class Config(_Section):
             raise ValueError(
                 "algorithm.name=ppo trains a critic over whole episodes: set env.context=full"
             )
-        if self.algorithm.name == "gigpo" and self.env.context != "window":
-            raise ValueError("algorithm.name=gigpo groups steps by state: set env.context=window")
         if self.generation.dtype == "bfloat16":
             if self.generation.backend != "continuous":
                 raise ValueError("generation.dtype=bfloat16 needs generation.backend=continuous")

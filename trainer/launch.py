@@ -25,9 +25,8 @@ def config_from_args(args: argparse.Namespace) -> Config:
         overrides.append(f"env.id={rollenv.spec(args.env).id}")
     if args.algo:
         overrides.append(f"algorithm.name={args.algo}")
-        context = {"gigpo": "window", "ppo": "full"}.get(args.algo)
-        if context and not any(s.startswith("env.context=") for s in args.set):
-            overrides.append(f"env.context={context}")
+        if args.algo == "ppo" and not any(s.startswith("env.context=") for s in args.set):
+            overrides.append("env.context=full")  # the critic scores whole episodes
     for flag, key in (
         ("model", "model.name"),
         ("steps", "train.steps"),

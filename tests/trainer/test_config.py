@@ -42,7 +42,6 @@ def test_overrides_reach_nested_fields_and_parse_yaml_values():
             "algorithm.aggregation=mean",
             "'token-mean', 'seq-mean-token-mean' or 'seq-mean-token-sum'",
         ),
-        ("algorithm.name=gigpo", "set env.context=window"),
         ("generation.dtype=float16", "generation.dtype: Input should be 'float32' or 'bfloat16'"),
         ("generation.dtype=bfloat16", "set algorithm.old_logprobs=recompute"),
         ("train.steps", "--set expects key=value"),
@@ -91,3 +90,19 @@ def test_generation_engine_options_carry_the_non_defaults():
         "sokoban", ["generation.dtype=bfloat16", "algorithm.old_logprobs=recompute"]
     ).generation
     assert bf16.engine_options() == {"dtype": "bfloat16"}
+
+
+def test_algo_flag_keeps_the_presets_context_except_for_ppo():
+    from trainer.cli import build_parser
+    from trainer.launch import config_from_args
+
+    parser = build_parser()
+
+    def context(*argv: str) -> str:
+        return config_from_args(parser.parse_args(["train", *argv])).env.context
+
+    # gigpo's anchor groups work on full-context samples too (credit per turn's tokens)
+    assert context("--env", "sokoban", "--algo", "gigpo") == "full"
+    window = ["--set", "env.context=window"]
+    assert context("--env", "sokoban", "--algo", "gigpo", *window) == "window"
+    assert context("--env", "FrozenLake-v0", "--algo", "ppo") == "full"

@@ -2,10 +2,10 @@
 
 A trajectory holds one or more ``Sample``s, the token sequences the trainer trains on:
 
-* full-context mode (StarPO): one sample, the whole episode as a single chat, every reply
-  marked in the loss mask;
-* window mode (GiGPO): one sample per turn, the prompt holding the last N turns, only that
-  turn's reply in the loss mask.
+* full-context mode: one sample, the whole episode as a single chat, every reply marked in the
+  loss mask;
+* window mode: one sample per turn, the prompt holding the last N turns, only that turn's
+  reply in the loss mask.
 
 ``Sample.turn_of_token[i]`` is the turn whose reply token ``i`` is, or -1 for prompt and
 observation tokens; step-level advantages are spread over tokens with it.
