@@ -87,6 +87,24 @@ def _forget(host: BrowserHost, context: Any, server: ShopServer, session: str) -
     forget_session(server, session)
 
 
+# Browser calls are module functions of the page, not methods: Playwright keeps the frame of its
+# last call alive, and a frame holding ``self`` kept an unclosed env (and with it the shared
+# server and Chromium) from being collected.
+def _navigate(page: Any, url: str) -> PageState:
+    page.goto(url, wait_until="load")
+    return _read(page)
+
+
+def _act(page: Any, kind: str, index: int, query: str) -> PageState:
+    with page.expect_navigation(wait_until="load"):
+        if kind == "search":
+            page.fill("#search-input", query)
+            page.click("#search-button")
+        else:
+            page.locator("[data-label]").nth(index).click()
+    return _read(page)
+
+
 class WebShopHTMLEnv(TextEnv):
     """WebShop served over HTTP and read by headless Chromium.
 
@@ -176,22 +194,6 @@ class WebShopHTMLEnv(TextEnv):
         self._host = self._server = self._page = None
         super().close()
 
-    # ------------------------------------------------------------------ browser calls
-    def _navigate(self, url: str) -> PageState:
-        page = self._page
-        page.goto(url, wait_until="load")
-        return _read(page)
-
-    def _act(self, kind: str, index: int, query: str) -> PageState:
-        page = self._page
-        with page.expect_navigation(wait_until="load"):
-            if kind == "search":
-                page.fill("#search-input", query)
-                page.click("#search-button")
-            else:
-                page.locator("[data-label]").nth(index).click()
-        return _read(page)
-
     # ------------------------------------------------------------------ TextEnv
     @property
     def instruction(self) -> str:
@@ -225,7 +227,7 @@ class WebShopHTMLEnv(TextEnv):
         self.last_reward = None
         assert self._host is not None and self._server is not None
         url = f"{self._server.url}/s/{self.session}/reset?goal={number}"
-        self.state = self._host.call(self._navigate, url)
+        self.state = self._host.call(_navigate, self._page, url)
 
     def _observation(self) -> str:
         return self.state.text
@@ -250,7 +252,7 @@ class WebShopHTMLEnv(TextEnv):
         if self.last_reward is not None or self._host is None:
             return 0.0, False
         before = self.state.text
-        self.state = self._host.call(self._act, *action)
+        self.state = self._host.call(_act, self._page, *action)
         if self.state.reward is not None:
             self.last_reward = self.state.reward
             return self.last_reward, True
