@@ -87,9 +87,10 @@ def _forget(host: BrowserHost, context: Any, server: ShopServer, session: str) -
     forget_session(server, session)
 
 
-# Browser calls are module functions of the page, not methods: Playwright keeps the frame of its
-# last call alive, and a frame holding ``self`` kept an unclosed env (and with it the shared
-# server and Chromium) from being collected.
+# Browser calls are module functions of the page, not methods: the frame of the last call stays
+# referenced after it returns (gc.get_referrers showed it; what holds it, in the browser thread or
+# Playwright's sync layer, was not traced), and a frame holding ``self`` kept an unclosed env,
+# and with it the shared server and Chromium, from being freed.
 def _navigate(page: Any, url: str) -> PageState:
     page.goto(url, wait_until="load")
     return _read(page)

@@ -49,7 +49,8 @@ def test_an_unclosed_env_is_freed_when_its_last_reference_goes():
     env.reset(seed=2)
     env.step("<answer>search[lamp]</answer>")
     alive = weakref.ref(env.unwrapped)
-    del env  # never closed and in no reference cycle: nothing may keep it (Playwright once did)
+    # never closed and in no reference cycle: nothing may keep it (a browser call's frame once did)
+    del env
     assert alive() is None
     gc.collect()  # the orphaned session and browser context are settled by the next user
     other = rollenv.make("WebShopHTML-v0")
