@@ -22,7 +22,7 @@ drawn with the preset's ``cell_separator``); FrozenLake-v0 its own defaults. Epi
 
 Run (from the repository root)::
 
-    python benchmarks/learning_sokoban.py                   # the full recipe, about 1h35
+    python benchmarks/learning_sokoban.py                   # the full recipe, about 1h25
     python benchmarks/learning_sokoban.py --quick           # tiny-random, a few minutes
     # the arms again (another recipe: --set ...) from an earlier run's SFT checkpoint,
     # its base and SFT points copied from that run's JSON (one command):

@@ -92,7 +92,7 @@ def test_generation_engine_options_carry_the_non_defaults():
     assert bf16.engine_options() == {"dtype": "bfloat16"}
 
 
-def test_algo_flag_keeps_the_presets_context_except_for_ppo():
+def test_algo_flag_keeps_the_presets_context_except_for_ppo(tmp_path):
     from trainer.cli import build_parser
     from trainer.launch import config_from_args
 
@@ -105,4 +105,7 @@ def test_algo_flag_keeps_the_presets_context_except_for_ppo():
     assert context("--env", "sokoban", "--algo", "gigpo") == "full"
     window = ["--set", "env.context=window"]
     assert context("--env", "sokoban", "--algo", "gigpo", *window) == "window"
-    assert context("--env", "FrozenLake-v0", "--algo", "ppo") == "full"
+    windowed = tmp_path / "windowed.yaml"
+    windowed.write_text("env: {id: FrozenLake-v0, context: window}\n")
+    assert context("--env", "x", "--config", str(windowed), "--algo", "gigpo") == "window"
+    assert context("--env", "x", "--config", str(windowed), "--algo", "ppo") == "full"

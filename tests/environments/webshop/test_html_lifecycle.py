@@ -23,9 +23,8 @@ def _serving(url: str) -> bool:
 
 
 def test_two_envs_share_one_server_and_the_last_close_stops_it():
-    # envs that earlier tests left unclosed in reference cycles hold the shared server until
-    # the collector takes them (their finalizers give their users back); a CI run failed here
-    # when one had not been collected yet
+    # an env an earlier test left unclosed holds the shared server until it is freed; those in
+    # reference cycles are freed only by the collector
     gc.collect()
     first, second = rollenv.make("WebShopHTML-v0"), rollenv.make("WebShopHTML-v0")
     first.reset(seed=0)
@@ -51,8 +50,7 @@ def test_an_unclosed_env_is_freed_when_its_last_reference_goes():
     alive = weakref.ref(env.unwrapped)
     # never closed and in no reference cycle: nothing may keep it (a browser call's frame once did)
     del env
-    assert alive() is None
-    gc.collect()  # the orphaned session and browser context are settled by the next user
+    assert alive() is None  # its finalizer left its session and context for the next user
     other = rollenv.make("WebShopHTML-v0")
     other.reset(seed=0)
     url = other.unwrapped.server_url
