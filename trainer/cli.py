@@ -209,7 +209,7 @@ def _add_train_command(commands: argparse._SubParsersAction) -> None:
     _add_run_options(parser)
     parser.add_argument(
         "--algo",
-        choices=["starpo", "grpo", "gigpo", "ppo", "rloo", "reinforce++"],
+        choices=["starpo", "grpo", "gigpo", "ppo", "rloo", "reinforce++", "raft"],
         help="the algorithm (ppo switches to full context)",
     )
     parser.add_argument("--steps", type=_positive_int, help="train.steps")

@@ -30,7 +30,7 @@ from pydantic import (
     model_validator,
 )
 
-AlgorithmName = Literal["starpo", "grpo", "gigpo", "ppo", "rloo", "reinforce++"]
+AlgorithmName = Literal["starpo", "grpo", "gigpo", "ppo", "rloo", "reinforce++", "raft"]
 
 
 class ConfigError(ValueError):
@@ -146,6 +146,10 @@ class AlgorithmConfig(_Section):
     step_weight: float = 1.0
     std_normalize: bool = True
     starpo_s_keep: float | None = Field(None, gt=0.0, le=1.0)
+    # leave out of the update every episode whose advantage is 0 on all its tokens (a group of
+    # equal returns): it adds no gradient, only compute, and under token-mean it dilutes the
+    # informative tokens' step (DAPO's filter of uniform groups, without resampling)
+    skip_zero_advantage: bool = False
     clip_low: float = Field(0.2, ge=0.0)
     clip_high: float = Field(0.2, ge=0.0)
     dual_clip: float | None = Field(3.0, gt=1.0)
@@ -270,6 +274,19 @@ class Config(_Section):
             for name, default in ray_only.items():
                 if getattr(self.rollout, name) != default:
                     raise ValueError(f"rollout.{name} needs rollout.mode=ray")
+        if self.algorithm.skip_zero_advantage:
+            other_terms = {
+                "algorithm.name=ppo (its critic's loss)": self.algorithm.name == "ppo",
+                "algorithm.entropy_coef > 0": self.algorithm.entropy_coef > 0,
+                "algorithm.kl_coef > 0 with kl_mode=loss": self.algorithm.kl_coef > 0
+                and self.algorithm.kl_mode == "loss",
+            }
+            blocking = [name for name, on in other_terms.items() if on]
+            if blocking:
+                raise ValueError(
+                    "algorithm.skip_zero_advantage drops episodes that still have a loss term: "
+                    + ", ".join(blocking)
+                )
         if self.algorithm.minibatches > self.env.group_size * self.env.groups_per_step:
             raise ValueError("algorithm.minibatches is larger than the number of episodes per step")
         return self

@@ -5,6 +5,7 @@ their outputs onto the tokens of each ``Sample`` (via ``turn_of_token``):
 
 * ``starpo``, ``grpo``: one GRPO advantage per trajectory, on every sampled token.
 * ``rloo``: one leave-one-out advantage per trajectory.
+* ``raft``: the positive part of the GRPO advantage, per trajectory (no episode pushed down).
 * ``gigpo``: one advantage per turn (episode-level plus anchor-state-level), on that turn's tokens.
 * ``reinforce++``: each turn's reward on the last token of its reply, return-to-go per token,
   normalised over the batch.
@@ -21,6 +22,7 @@ from trainer.algorithms import (
     gae_advantages,
     gigpo_advantages,
     grpo_advantages,
+    raft_advantages,
     reinforce_pp_advantages,
     rloo_advantages,
 )
@@ -79,6 +81,9 @@ def assign_credit(
     name = settings.name
     if name in ("starpo", "grpo"):
         scores = grpo_advantages(episode_rewards, group_ids, std_normalize=settings.std_normalize)
+        return Credit(_per_trajectory(trajectories, scores))
+    if name == "raft":
+        scores = raft_advantages(episode_rewards, group_ids, std_normalize=settings.std_normalize)
         return Credit(_per_trajectory(trajectories, scores))
     if name == "rloo":
         return Credit(_per_trajectory(trajectories, rloo_advantages(episode_rewards, group_ids)))

@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 import rollenv
-from trainer.algorithms import kl_penalty, starpo_s_filter
+from trainer.algorithms import kl_penalty, nonzero_advantage_filter, starpo_s_filter
 from trainer.batch import TokenBatch
 from trainer.checkpoint import checkpoint_step, latest_checkpoint, save_checkpoint
 from trainer.config import Config, ConfigError
@@ -336,6 +336,10 @@ class Pipeline:
             group_ids = torch.tensor([t.group_id for t in trajectories])
             keep = starpo_s_filter(rewards, group_ids, keep_fraction=algorithm.starpo_s_keep)
         owner_of_sample = [i for i, t in enumerate(trajectories) for _ in t.samples]
+        if algorithm.skip_zero_advantage:
+            keep &= nonzero_advantage_filter(
+                credit.advantages, masks, owner_of_sample, num_trajectories=len(trajectories)
+            )
         sample_rows = [row for row, owner in enumerate(owner_of_sample) if keep[owner]]
         batch = TokenBatch(
             token_ids=sequences,

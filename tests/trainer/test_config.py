@@ -35,7 +35,7 @@ def test_overrides_reach_nested_fields_and_parse_yaml_values():
         (
             "algorithm.name=dqn",
             "algorithm.name: Input should be 'starpo', 'grpo', 'gigpo', 'ppo', "
-            "'rloo' or 'reinforce++' (got 'dqn')",
+            "'rloo', 'reinforce++' or 'raft' (got 'dqn')",
         ),
         ("optim.learning_rate=1", "optim.learning_rate: unknown field"),
         (
@@ -52,6 +52,25 @@ def test_bad_values_name_the_field_and_what_is_allowed(override, message):
         load_config("sokoban", [override])
     assert message in str(excinfo.value)
     assert "\n" not in str(excinfo.value)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "term"),
+    [
+        (["algorithm.entropy_coef=0.01"], "algorithm.entropy_coef > 0"),
+        (["algorithm.kl_coef=0.1"], "algorithm.kl_coef > 0 with kl_mode=loss"),
+        (["algorithm.name=ppo"], "algorithm.name=ppo"),
+    ],
+)
+def test_skipping_zero_advantage_episodes_is_refused_when_they_still_have_a_loss(overrides, term):
+    with pytest.raises(ConfigError, match="skip_zero_advantage") as excinfo:
+        load_config("sokoban", ["algorithm.skip_zero_advantage=true", *overrides])
+    assert term in str(excinfo.value)
+    # a KL charged to the reward is part of the advantage, so the episodes can still go
+    load_config(
+        "sokoban",
+        ["algorithm.skip_zero_advantage=true", "algorithm.kl_coef=0.1", "algorithm.kl_mode=reward"],
+    )
 
 
 def test_unknown_preset_lists_the_presets():

@@ -57,3 +57,13 @@ def test_episode_level_estimators_put_one_advantage_on_every_reply_token(name):
     mask = torch.tensor([0.0, 0.0, 1.0, 1.0] * 2)
     torch.testing.assert_close(credit.advantages[0], 0.5 * mask)
     torch.testing.assert_close(credit.advantages[1], -0.5 * mask)
+
+
+def test_raft_reinforces_the_winner_and_leaves_the_loser_at_zero():
+    winner = _full_context_episode([0.0, 1.0], ["s", "a"])
+    loser = _full_context_episode([0.0, 0.0], ["s", "s"])
+    settings = AlgorithmConfig(name="raft", std_normalize=False)
+    credit = assign_credit([winner, loser], torch.tensor([1.0, 0.0]), settings)
+    mask = torch.tensor([0.0, 0.0, 1.0, 1.0] * 2)
+    torch.testing.assert_close(credit.advantages[0], 0.5 * mask)
+    torch.testing.assert_close(credit.advantages[1], torch.zeros(8))

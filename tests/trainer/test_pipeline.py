@@ -38,9 +38,10 @@ def _trainable(pipeline: Pipeline) -> dict[str, torch.Tensor]:
         ["algorithm.name=gigpo", "env.context=window", "env.window=1"],
         ["algorithm.name=ppo", "algorithm.ppo_epochs=2", "algorithm.minibatches=2"],
         ["algorithm.name=rloo"],
+        ["algorithm.name=raft"],
         ["algorithm.name=reinforce++", "algorithm.aggregation=seq-mean-token-sum"],
     ],
-    ids=["starpo-s", "grpo", "gigpo", "ppo", "rloo", "reinforce++"],
+    ids=["starpo-s", "grpo", "gigpo", "ppo", "rloo", "raft", "reinforce++"],
 )
 def test_one_step_of_each_algorithm_updates_the_policy(tmp_path, overrides):
     pipeline = _pipeline(tmp_path, "algorithm.entropy_coef=0.01", *overrides)
@@ -67,6 +68,31 @@ def test_one_step_of_each_algorithm_updates_the_policy(tmp_path, overrides):
     generator_weights = pipeline.generator.model.state_dict()
     policy_weights = pipeline.strategy.inference_state_dict()
     assert all(torch.equal(generator_weights[k], policy_weights[k]) for k in policy_weights)
+
+
+@pytest.mark.parametrize("skip", [True, False])
+def test_a_step_of_equal_returns_trains_on_nothing_when_zero_advantages_are_skipped(tmp_path, skip):
+    # one turn on the 2x2 lake never reaches the goal two moves away: every return is 0
+    pipeline = _pipeline(
+        tmp_path, "env.max_turns=1", f"algorithm.skip_zero_advantage={str(skip).lower()}"
+    )
+    before = _trainable(pipeline)
+    metrics = pipeline.train_step()
+    assert metrics["rollout/return"] == 0.0
+    assert metrics["train/kept_episodes"] == (0.0 if skip else 1.0)
+    assert ("policy/loss" in metrics) is not skip  # the update ran only without skipping
+    after = _trainable(pipeline)
+    assert all(torch.equal(before[n], after[n]) for n in before)
+
+
+def test_skipping_zero_advantages_still_trains_on_the_groups_that_differ(tmp_path):
+    pipeline = _pipeline(tmp_path, "algorithm.skip_zero_advantage=true")
+    before = _trainable(pipeline)
+    metrics = pipeline.train_step()
+    assert metrics["train/kept_episodes"] > 0.0
+    assert "policy/loss" in metrics
+    after = _trainable(pipeline)
+    assert any(not torch.equal(before[n], after[n]) for n in before)
 
 
 @pytest.mark.parametrize("mode", ["loss", "reward"])

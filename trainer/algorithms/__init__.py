@@ -5,15 +5,15 @@ values and masks, and gets back advantages, masks and scalar losses.
 
 * advantages: :func:`grpo_advantages` (GRPO / StarPO), :func:`gigpo_advantages`,
   :func:`gae_advantages` (PPO with a critic), :func:`reinforce_pp_advantages`,
-  :func:`rloo_advantages`;
-* filtering: :func:`starpo_s_filter`;
+  :func:`rloo_advantages`, :func:`raft_advantages`;
+* filtering: :func:`starpo_s_filter`, :func:`nonzero_advantage_filter`;
 * losses: :func:`ppo_policy_loss`, :func:`value_loss`, :func:`kl_penalty`,
   :func:`entropy_from_logits`, and :func:`aggregate_loss` which they share.
 """
 
 from __future__ import annotations
 
-from trainer.algorithms.filtering import starpo_s_filter
+from trainer.algorithms.filtering import nonzero_advantage_filter, starpo_s_filter
 from trainer.algorithms.gae import gae_advantages
 from trainer.algorithms.gigpo import discounted_returns, gigpo_advantages
 from trainer.algorithms.grpo import grpo_advantages
@@ -25,6 +25,7 @@ from trainer.algorithms.losses import (
     ppo_policy_loss,
     value_loss,
 )
+from trainer.algorithms.raft import raft_advantages
 from trainer.algorithms.reinforce_pp import reinforce_pp_advantages
 from trainer.algorithms.rloo import rloo_advantages
 
@@ -38,7 +39,9 @@ __all__ = [
     "gigpo_advantages",
     "grpo_advantages",
     "kl_penalty",
+    "nonzero_advantage_filter",
     "ppo_policy_loss",
+    "raft_advantages",
     "reinforce_pp_advantages",
     "rloo_advantages",
     "starpo_s_filter",

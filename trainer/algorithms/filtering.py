@@ -1,10 +1,18 @@
-"""StarPO-S uncertainty filtering (RAGEN, arXiv 2504.20073).
+"""Which episodes a step trains on.
+
+StarPO-S uncertainty filtering (RAGEN, arXiv 2504.20073).
 
 Groups whose members all got the same reward teach nothing under a group baseline; groups
 with the widest spread of rewards are where the policy is uncertain. StarPO-S trains only on
 the groups with the highest reward std:
 
     keep the ceil(keep_fraction * num_groups) groups with the largest std_g(R)
+
+Zero-advantage filtering (DAPO's dynamic sampling, arXiv 2503.14476, without its resampling):
+an episode whose every trained token has advantage 0 adds no policy gradient, so it is left
+out of the update:
+
+    keep episode i  iff  A_t != 0 for some trained token t of i
 """
 
 from __future__ import annotations
@@ -62,3 +70,42 @@ def starpo_s_filter(rewards: Tensor, group_ids: Tensor, *, keep_fraction: float)
     kept_groups = torch.zeros(num_groups, dtype=torch.bool, device=rewards.device)
     kept_groups[order[:num_keep]] = True
     return kept_groups[inverse]
+
+
+def nonzero_advantage_filter(
+    advantages: list[Tensor],
+    loss_masks: list[Tensor],
+    owners: list[int],
+    *,
+    num_trajectories: int,
+) -> Tensor:
+    """Mask over trajectories keeping those with a nonzero advantage on a trained token.
+
+    Works on advantages, not rewards, so it is right for every estimator: under GRPO / StarPO a
+    group of equal returns is dropped whole; under GiGPO an episode of such a group is kept when
+    a step-level advantage of one of its turns is nonzero.
+
+    Args:
+        advantages: per sample, the advantage of each token.
+        loss_masks: per sample, nonzero on the tokens the policy is trained on.
+        owners: per sample, the index of the trajectory it belongs to (window mode gives a
+            trajectory one sample per turn).
+        num_trajectories: how many trajectories the step has.
+
+    Returns:
+        1-D bool tensor of length ``num_trajectories``.
+
+    Example:
+        >>> import torch
+        >>> advantages = [torch.tensor([0.0, 0.5]), torch.zeros(2), torch.tensor([0.0, 1.0])]
+        >>> masks = [torch.tensor([0.0, 1.0]), torch.ones(2), torch.tensor([1.0, 0.0])]
+        >>> nonzero_advantage_filter(advantages, masks, [0, 1, 2], num_trajectories=3)
+        tensor([ True, False, False])
+    """
+    if not len(advantages) == len(loss_masks) == len(owners):
+        raise ValueError("advantages, loss_masks and owners must have one entry per sample")
+    keep = torch.zeros(num_trajectories, dtype=torch.bool)
+    for advantage, mask, owner in zip(advantages, loss_masks, owners, strict=True):
+        if bool((advantage[mask > 0] != 0).any()):
+            keep[owner] = True
+    return keep

@@ -1,11 +1,12 @@
-"""StarPO-S filtering against groups ranked by hand."""
+"""StarPO-S filtering against groups ranked by hand; zero-advantage filtering on hand-built
+advantages."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from trainer.algorithms import starpo_s_filter
+from trainer.algorithms import grpo_advantages, nonzero_advantage_filter, starpo_s_filter
 
 # four groups of two, unbiased std = |a - b| / sqrt(2):
 #   g10 {1, 1}: 0;  g20 {0, 1}: 0.7071;  g30 {0, 0.5}: 0.3536;  g40 {0, 2}: 1.4142
@@ -77,3 +78,28 @@ def test_group_of_one_has_zero_std():
 def test_keep_fraction_out_of_range_is_rejected(keep_fraction):
     with pytest.raises(ValueError, match="keep_fraction"):
         starpo_s_filter(REWARDS, GROUP_IDS, keep_fraction=keep_fraction)
+
+
+def test_a_group_of_equal_returns_is_dropped_and_a_mixed_one_kept():
+    # group 0 all solved (equal returns), group 1 mixed; full context: one sample per episode
+    rewards = torch.tensor([9.5, 9.5, 9.5, 9.5, 9.25, -1.0, -1.0, 9.75])
+    group_ids = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1])
+    per_episode = grpo_advantages(rewards, group_ids, std_normalize=False)
+    mask = torch.tensor([0.0, 0.0, 1.0, 1.0])  # two prompt tokens, then two reply tokens
+    advantages = [value * torch.ones(4) for value in per_episode]
+    keep = nonzero_advantage_filter(advantages, [mask] * 8, list(range(8)), num_trajectories=8)
+    assert keep.tolist() == [False] * 4 + [True] * 4
+
+
+def test_an_episode_is_kept_when_any_of_its_samples_has_a_nonzero_advantage():
+    # window mode: episode 0 has two turn samples, only the second carries credit (GiGPO step
+    # advantage); episode 1's only nonzero advantage sits on a prompt token, which is not trained
+    advantages = [torch.zeros(3), torch.tensor([0.0, 0.0, -0.3]), torch.tensor([2.0, 0.0, 0.0])]
+    masks = [torch.tensor([0.0, 1.0, 1.0])] * 3
+    keep = nonzero_advantage_filter(advantages, masks, [0, 0, 1], num_trajectories=2)
+    assert keep.tolist() == [True, False]
+
+
+def test_zero_advantage_filter_checks_one_entry_per_sample():
+    with pytest.raises(ValueError, match="one entry per sample"):
+        nonzero_advantage_filter([torch.zeros(2)], [], [0], num_trajectories=1)
