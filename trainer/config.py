@@ -219,6 +219,10 @@ class OptimConfig(_Section):
     weight_decay: float = Field(0.0, ge=0.0)
     grad_clip: float | None = Field(1.0, gt=0.0)
     micro_batch_tokens: int = Field(4096, gt=0)
+    # a checkpoint folder (".../checkpoints/step-N") whose AdamW moments the run starts from, at
+    # this run's lr: a fresh AdamW's first steps move every weight by about lr whatever the size
+    # of its gradient; with the moments of the warm start, small gradients make small moves
+    moments_from: str | None = None
 
 
 class TrainConfig(_Section):

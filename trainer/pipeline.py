@@ -200,6 +200,8 @@ class Pipeline:
         # the generator's own copy, taken before the strategy wraps the policy (LoRA)
         generator_model = copy.deepcopy(policy) if config.rollout.mode == "local" else None
         self.strategy = build_strategy(config, policy, self.tokenizer.pad_token_id)
+        if config.optim.moments_from is not None:
+            self.strategy.load_optimizer_moments(Path(config.optim.moments_from))
         self.sampling = self._sampling()
         self.eval_sampling = replace(self.sampling, temperature=0.0)  # greedy
         self.rollouts: RayRollouts | None = None

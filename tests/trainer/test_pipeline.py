@@ -126,6 +126,34 @@ def test_lora_trains_only_adapters_and_syncs_merged_weights(tmp_path):
     assert all(torch.equal(reloaded[k], merged[k]) for k in merged if k in reloaded)
 
 
+def test_a_run_can_start_from_another_runs_optimizer_moments_at_its_own_lr(tmp_path):
+    first = _pipeline(tmp_path / "first", "optim.lr=1e-3")
+    first.train_step()
+    folder = first.save()
+    saved = [s["exp_avg_sq"].clone() for s in first.strategy.optimizer.state.values()]
+
+    second = _pipeline(tmp_path / "second", "optim.lr=3e-5", f"optim.moments_from={folder}")
+    state = second.strategy.optimizer.state
+    assert len(state) == len(saved)
+    assert all(torch.equal(s["exp_avg_sq"], v) for s, v in zip(state.values(), saved, strict=True))
+    assert all(group["lr"] == 3e-5 for group in second.strategy.optimizer.param_groups)
+    # the weights are the model's, not the checkpoint's: only the moments came over
+    fresh = _pipeline(tmp_path / "fresh")
+    assert all(
+        torch.equal(a, b)
+        for a, b in zip(_trainable(second).values(), _trainable(fresh).values(), strict=True)
+    )
+
+
+def test_moments_of_other_parameters_are_refused_by_name(tmp_path):
+    lora = _pipeline(tmp_path / "lora", "model.lora={r: 4, alpha: 8}")
+    folder = lora.save()
+    with pytest.raises(ValueError, match="optim.moments_from: .* other parameters"):
+        _pipeline(tmp_path / "full", f"optim.moments_from={folder}")
+    with pytest.raises(FileNotFoundError, match="optim.moments_from"):
+        _pipeline(tmp_path / "none", f"optim.moments_from={tmp_path / 'missing'}")
+
+
 def test_the_generators_logprobs_can_stand_in_for_the_recomputed_ones(tmp_path):
     # the first (only) update is on-policy: the ratio to the generator's log-probs is 1
     pipeline = _pipeline(tmp_path, "algorithm.old_logprobs=generator", "env.group_size=8")

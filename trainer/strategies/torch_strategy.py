@@ -312,6 +312,30 @@ class TorchStrategy:
             self.value_head.load_state_dict(state["value_head"])
         self.optimizer.load_state_dict(state["optimizer"])
 
+    def load_optimizer_moments(self, folder: Path) -> None:
+        """Starts the optimizer from the moments in ``folder/strategy.pt``, keeping this
+        strategy's lr, betas and weight decay (the weights are not touched).
+
+        Raises:
+            ValueError: the checkpoint's optimizer is over other parameters.
+        """
+        path = Path(folder) / "strategy.pt"
+        if not path.exists():
+            raise FileNotFoundError(f"optim.moments_from: no {path} (a checkpoint folder has one)")
+        saved = torch.load(path, weights_only=False)["optimizer"]
+        settings = [
+            {k: v for k, v in group.items() if k != "params"}
+            for group in self.optimizer.param_groups
+        ]
+        try:
+            self.optimizer.load_state_dict(saved)
+        except ValueError as error:
+            raise ValueError(
+                f"optim.moments_from: {path} holds the optimizer of other parameters ({error})"
+            ) from None
+        for group, own in zip(self.optimizer.param_groups, settings, strict=True):
+            group.update(own)
+
 
 def load_model_folder_weights(model: nn.Module, folder: Path) -> None:
     """Copies the safetensors weights of a Hugging Face folder into ``model`` in place."""
