@@ -20,6 +20,12 @@ from rollenv.registration import (
     registry,
     spec,
 )
+from rollenv.reward_checker import (
+    GameableRewardError,
+    RewardReport,
+    RewardTolerance,
+    check_reward,
+)
 from rollenv.text_env import TextEnv, text_space
 
 __version__ = "0.1.0"
@@ -27,12 +33,16 @@ __version__ = "0.1.0"
 __all__ = [
     "AnswerFormat",
     "EnvSpec",
+    "GameableRewardError",
     "MixtureEnv",
     "TextEnv",
     "UnknownEnvError",
     "make",
     "make_mixture",
     "pprint_registry",
+    "RewardReport",
+    "RewardTolerance",
+    "check_reward",
     "register",
     "registry",
     "spec",

@@ -214,6 +214,9 @@ class MixtureEnv(TextEnv):
     def deterministic(self) -> bool:  # type: ignore[override]
         return getattr(self._inner, "deterministic", True)
 
+    def task_ignoring_replies(self) -> dict[str, str]:
+        return self._inner.task_ignoring_replies()
+
     # ------------------------------------------------------------------ the Gymnasium API
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None

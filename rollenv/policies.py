@@ -88,10 +88,14 @@ class EpisodeResult:
 
 
 def run_episode(
-    env: gym.Env, policy: Policy, seed: int | None = None, max_turns: int = 1000
+    env: gym.Env,
+    policy: Policy,
+    seed: int | None = None,
+    max_turns: int = 1000,
+    options: dict[str, Any] | None = None,
 ) -> EpisodeResult:
-    """Runs one episode of ``policy`` in ``env`` from ``reset(seed=seed)``."""
-    observation, info = env.reset(seed=seed)
+    """Runs one episode of ``policy`` in ``env`` from ``reset(seed=seed, options=options)``."""
+    observation, info = env.reset(seed=seed, options=options)
     total, turns, valid, effective = 0.0, 0, 0, 0
     terminated = truncated = success = False
     while not (terminated or truncated) and turns < max_turns:

@@ -28,12 +28,15 @@ from __future__ import annotations
 import random
 from abc import abstractmethod
 from collections.abc import Hashable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import gymnasium as gym
 from gymnasium import spaces
 
 from rollenv.actions import AnswerFormat
+
+if TYPE_CHECKING:
+    from rollenv.reward_checker import RewardTolerance
 
 # Every character an LLM may write, except UTF-16 surrogates (not valid in a Python str that
 # came from decoded text). Built once: gymnasium indexes the charset of a Text space.
@@ -66,6 +69,9 @@ class TextEnv(gym.Env[str, str]):
     deterministic: bool = True
     #: ``"module:Class"`` of the family's oracle policy (see ``rollenv.policies.oracle_for``).
     oracle: ClassVar[str | None] = None
+    #: how much a task-ignoring reply may earn (``rollenv.check_reward``); ``None``: the default,
+    #: at most 5% of the oracle's return and no success at all.
+    reward_tolerance: ClassVar[RewardTolerance | None] = None
 
     def __init__(
         self,
@@ -137,6 +143,15 @@ class TextEnv(gym.Env[str, str]):
 
     def _reset_info(self) -> dict[str, Any]:
         """Extra keys for the ``info`` that ``reset`` returns."""
+        return {}
+
+    def task_ignoring_replies(self) -> dict[str, str]:
+        """Replies a cheater would try in the current state, by name, that must earn nothing.
+
+        ``rollenv.check_reward`` plays each of them, beside its generic battery (empty answers,
+        the observation copied back, padding...). A family adds what is particular to it: code
+        stubs that return a constant, a math question's expression restated.
+        """
         return {}
 
     # ------------------------------------------------------------------ the shared contract

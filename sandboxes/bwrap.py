@@ -9,13 +9,15 @@ place. Nothing of the host's ``/etc``, ``/tmp``, ``/root`` or ``/home`` is visib
 Run as root, bubblewrap keeps root's power over bind-mounted host files even with
 ``--uid 65534`` (the new user namespace maps that uid back to root), so this backend first
 drops the real uid of bubblewrap itself to an unused one from ``UID_RANGE``, a different one
-for each concurrent run, which also makes the process limit count that run alone.
+for each concurrent run of any process on the machine (a lock file per uid), which also makes
+the process limit count that run alone.
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
+import fcntl
 import os
 import shutil
 import signal
@@ -29,6 +31,8 @@ from sandboxes.local import LocalBackend, Prepared
 
 #: uids handed to concurrent runs when we are root; none of them should own any file
 UID_RANGE = range(61000, 61256)
+#: where the uid locks live (shared by every process of the machine that runs as root)
+LOCK_DIR = "/tmp/rollenv-bwrap-uids"
 WORK_DIR = "/sandbox"
 INSTALL_HINT = (
     "the 'bwrap' sandbox backend needs bubblewrap: install it with "
@@ -39,24 +43,45 @@ INSTALL_HINT = (
 
 
 class _UidLease:
-    """Hands out distinct uids from ``UID_RANGE`` to runs that overlap in time."""
+    """Hands out distinct uids from ``UID_RANGE`` to runs that overlap in time, in any process.
 
-    def __init__(self) -> None:
+    Each run's cleanup SIGKILLs every process of its uid, so two runs must never share one,
+    not even from two processes (two trainings, Ray actors). A uid is held by an exclusive
+    ``flock`` on its file in ``LOCK_DIR``, which the kernel also releases if a process dies.
+    """
+
+    def __init__(self, lock_dir: str = "") -> None:
         self._lock = threading.Lock()
+        self._lock_dir = lock_dir or LOCK_DIR
         # first in, first out: a uid comes back into use as late as possible, after the
         # host's init has reaped the last zombies of its previous run
         self._free = collections.deque(UID_RANGE)
+        self._held: dict[int, int] = {}
 
     def take(self) -> int:
         with self._lock:
-            if not self._free:
-                raise SandboxUnavailableError(
-                    f"more than {len(UID_RANGE)} bwrap sandboxes at once; use fewer workers"
-                )
-            return self._free.popleft()
+            os.makedirs(self._lock_dir, mode=0o700, exist_ok=True)
+            for _ in range(len(self._free)):
+                uid = self._free.popleft()
+                handle = os.open(f"{self._lock_dir}/{uid}", os.O_RDWR | os.O_CREAT, 0o600)
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:  # another process's run holds it
+                    os.close(handle)
+                    self._free.append(uid)
+                    continue
+                self._held[uid] = handle
+                return uid
+            raise SandboxUnavailableError(
+                f"more than {len(UID_RANGE)} bwrap sandboxes at once on this machine; "
+                "use fewer workers"
+            )
 
     def give(self, uid: int) -> None:
         with self._lock:
+            handle = self._held.pop(uid, None)
+            if handle is not None:
+                os.close(handle)  # closing the file releases its lock
             self._free.append(uid)
 
 

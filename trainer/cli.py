@@ -4,8 +4,9 @@ Subcommands:
 
 * ``roll-agent envs [--family NAME]``: list the registered environments.
 * ``roll-agent play ENV [--seed N] [--max-turns N]``: play an environment in the terminal.
-* ``roll-agent check ENV [--episodes N] [--seed S]``: run Gymnasium's env checker on an
-  environment, then random and oracle episodes, and report their success rates.
+* ``roll-agent check ENV [ENV ...] [--episodes N] [--seed S] [--reward]``: run Gymnasium's env
+  checker on environments, then random and oracle episodes, and report their success rates;
+  with ``--reward``, ``rollenv.check_reward``'s table of task-ignoring replies against the oracle.
 * ``roll-agent train --env ENV [--algo A] [--model M] [--steps N] [--output DIR] [--resume]``:
   reinforcement learning (see ``trainer.pipeline``).
 * ``roll-agent sft --env ENV [--episodes N]``: supervised warm start on oracle episodes.
@@ -18,6 +19,7 @@ Example:
     $ roll-agent envs --family sokoban
     $ roll-agent play Sokoban-v0 --seed 3
     $ roll-agent check Sokoban-v0 --episodes 100
+    $ roll-agent check MathVerify-v0 CodeSandbox-v0 --reward --episodes 20
 """
 
 from __future__ import annotations
@@ -156,10 +158,20 @@ def _add_check_command(commands: argparse._SubParsersAction) -> None:
         "random policy and of the family's oracle, and report success rate, valid-action rate, "
         "mean return and mean turns. Exits 0 if check_env passes and the oracle (where the "
         f"family has one) solves at least {ORACLE_SUCCESS_THRESHOLD:.0%} of its episodes, "
-        "else 1.",
+        "else 1. With --reward, the episodes are the oracle's and those of replies that ignore "
+        "the task (rollenv.check_reward), and the check also fails when such a reply earns "
+        "more than the env's tolerance.",
         epilog=f"Run '{PROG} envs' for the environment ids.",
     )
-    parser.add_argument("env", metavar="ENV", help="environment id (e.g. Sokoban-v0) or family")
+    parser.add_argument(
+        "env", metavar="ENV", nargs="+", help="environment ids (e.g. Sokoban-v0) or families"
+    )
+    parser.add_argument(
+        "--reward",
+        action="store_true",
+        help="check that replies ignoring the task (copied question, empty answer, code stubs, "
+        "...) earn nothing, against the oracle",
+    )
     parser.add_argument(
         "--episodes",
         type=_positive_int,
@@ -521,11 +533,69 @@ class PolicyReport:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    """``roll-agent check``: ``check_env``, then random and oracle episodes; 0 if all is well."""
+    """``roll-agent check``: each env's checks in turn; 0 if all of them pass."""
+    specs = [_env_spec(env_id) for env_id in args.env]  # every id checked before any runs
+    statuses = []
+    for index, spec in enumerate(specs):
+        if index:
+            print()
+        check = _check_reward if args.reward else _check_policies
+        statuses.append(check(spec, args))
+    return max(statuses)
+
+
+def _check_reward(spec: EnvSpec, args: argparse.Namespace) -> int:
+    """``check --reward``: ``check_env``, then ``rollenv.check_reward``'s table."""
+    import rollenv
+
+    env = rollenv.make(spec.id)
+    print(f"Checking the reward of {spec.id}: {args.episodes} seeds from {args.seed}.")
+    check_error = _check_env_error(rollenv.make(spec.id))
+    print("check_env: passed" if check_error is None else f"check_env: FAILED: {check_error}")
+    seeds = range(args.seed, args.seed + args.episodes)
+    try:
+        with seed_progress(total=args.episodes) as advance:
+            report = rollenv.check_reward(env, seeds, raise_on_failure=False, progress=advance)
+    except NotImplementedError as error:
+        print(f"FAIL: no oracle to compare rewards with ({error}).")
+        return 1
+    finally:
+        env.close()
+    print_table(
+        ["reply", "episodes", "mean return", "of oracle", "success", "verdict"],
+        report.rows(),
+        title=f"{spec.id}: replies that ignore the task, against the oracle",
+        no_wrap_columns=1,
+    )
+    tolerance = report.tolerance
+    limits = (
+        f"at most {tolerance.max_share:.0%} of the oracle's return and "
+        f"{tolerance.max_success:.0%} success"
+    )
+    baseline = report.random_baseline
+    if baseline is not None:
+        print(
+            f"random action words (baseline, not judged): {baseline.success_rate:.1%} success, "
+            f"mean return {baseline.mean_return:.3f}"
+        )
+    oracle_solves = report.oracle.success_rate
+    passed = check_error is None and report.passed
+    if report.passed:
+        verdict = f"every task-ignoring reply within the tolerance ({limits})"
+    else:
+        names = ", ".join(repr(p.name) for p in report.gaming)
+        verdict = f"replies that ignore the task earn reward: {names} (tolerance: {limits})"
+    if check_error is not None:
+        verdict = "check_env failed; " + verdict
+    print(f"{'PASS' if passed else 'FAIL'}: {verdict}; the oracle solved {oracle_solves:.1%}.")
+    return 0 if passed else 1
+
+
+def _check_policies(spec: EnvSpec, args: argparse.Namespace) -> int:
+    """``check``: ``check_env``, then random and oracle episodes; 0 if all is well."""
     import rollenv
     from rollenv.policies import RandomPolicy, oracle_for
 
-    spec = _env_spec(args.env)
     env = rollenv.make(spec.id)
     print(f"Checking {spec.id}: {args.episodes} episodes per policy, seeds from {args.seed}.")
 
@@ -708,6 +778,25 @@ def episode_progress(total: int) -> Iterator[Callable[[str], None]]:
     with Progress(transient=True, console=Console(stderr=True)) as progress:
         task = progress.add_task("episodes", total=total)
         yield lambda policy: progress.update(task, advance=1, description=f"{policy} episodes")
+
+
+@contextlib.contextmanager
+def seed_progress(total: int) -> Iterator[Callable[[int], None]]:
+    """Shows progress over ``total`` seeds on stderr, when stderr is a terminal.
+
+    Yields:
+        ``advance(seeds_done)``, to call after each seed.
+    """
+    with episode_progress(total) as advance:
+        done = 0
+
+        def to(seeds_done: int) -> None:
+            nonlocal done
+            while done < seeds_done:
+                done += 1
+                advance("seed")
+
+        yield to
 
 
 def _plain_progress(total: int) -> Iterator[Callable[[str], None]]:

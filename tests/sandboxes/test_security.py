@@ -288,3 +288,32 @@ def test_session_is_sandboxed_too(bwrap, host_secrets):
         assert result.exit_code == 1 and "Error" in result.stderr
         network = session.run("import socket\nsocket.create_connection(('127.0.0.1', 22), 1)")
         assert network.exit_code == 1
+
+
+def test_two_leases_never_hand_out_the_same_uid(tmp_path):
+    # two processes have two leases; a lock file per uid keeps them apart (flock locks
+    # conflict between two open files even within one process, so two leases here suffice)
+    from sandboxes.bwrap import _UidLease
+
+    first, second = _UidLease(str(tmp_path)), _UidLease(str(tmp_path))
+    a, b = first.take(), second.take()
+    assert a != b
+    first.give(a)
+    taken = {second.take() for _ in range(3)}
+    assert b not in taken and len(taken) == 3
+
+
+_RUNS = """
+import sys
+from sandboxes import run
+codes = [run("import time; time.sleep(0.02); print('ok')", timeout_s=20).stdout for _ in range(25)]
+sys.exit(sum(code != "ok\\n" for code in codes))
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="uids are leased only when running as root")
+def test_runs_of_two_processes_do_not_kill_each_other(bwrap):
+    # each run's cleanup SIGKILLs its uid's processes: with a uid shared across processes,
+    # one process's runs were killed by the other's cleanups (exit -9 within 50 ms)
+    children = [subprocess.Popen([os.sys.executable, "-c", _RUNS]) for _ in range(2)]
+    assert [child.wait(timeout=300) for child in children] == [0, 0]

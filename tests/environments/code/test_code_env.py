@@ -6,6 +6,8 @@ import shutil
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import rollenv
 from environments.code.data import load_humaneval, load_jsonl
@@ -38,7 +40,7 @@ def test_oracle_passes_every_humaneval_problem():
     assert failed == []
 
 
-def test_partial_solution_gets_the_fraction_of_tests_passed():
+def test_a_partial_solution_earns_nothing_but_reports_its_pass_rate():
     env = rollenv.make("CodeSandbox-v0")
     env.reset(seed=0, options={"index": 0})  # has_close_elements: 7 tests
     # right only when nothing is close, so it fails exactly the tests that expect True
@@ -46,8 +48,83 @@ def test_partial_solution_gets_the_fraction_of_tests_passed():
     _, reward, terminated, _, info = env.step(reply)
     expected_true = [s for s in env.unwrapped.problem.test.splitlines() if "== True" in s]
     total = sum(1 for s in env.unwrapped.problem.test.splitlines() if "assert candidate" in s)
-    assert reward == pytest.approx((total - len(expected_true)) / total)
+    assert reward == 0.0  # pass@1: all tests or nothing
+    assert info["metrics"]["pass_rate"] == pytest.approx((total - len(expected_true)) / total)
     assert terminated and not info["metrics"]["success"]
+
+
+ADD_PROBLEM = (
+    '{"task_id": "add", "text": "Write a function to add two numbers.", '
+    '"code": "def add(a, b):\\n    return a + b", '
+    '"test_list": ["assert add(1, 2) == 3", "assert add(0, 0) == 0", "assert add(2, 2) == 4"]}\n'
+)
+
+
+def test_partial_credit_counts_only_the_tests_no_stub_passes(tmp_path):
+    path = tmp_path / "add.jsonl"
+    path.write_text(ADD_PROBLEM)
+    env = rollenv.make("CodeSandbox-v0", dataset=str(path), partial_credit=True)
+    env.reset(seed=0)
+    assert env.unwrapped.passed_by_stubs() == {1}  # "return 0" passes add(0, 0) == 0
+    # right on add(1, 2) only: one of the two tests that no stub passes
+    _, reward, _, _, info = env.step("<answer>def add(a, b):\n    return 3</answer>")
+    assert reward == 0.5 and info["metrics"]["pass_rate"] == pytest.approx(1 / 3)
+    for stub in ("return 0", "return None", "return a"):
+        env.reset(seed=0)
+        _, reward, _, _, _ = env.step(f"<answer>def add(a, b):\n    {stub}</answer>")
+        assert reward == 0.0, stub
+    env.reset(seed=0)
+    assert env.step("<answer>def add(a, b):\n    return a + b</answer>")[1] == 1.0
+
+
+def _stub_returns(env, indices: list[int]) -> list[tuple[int, str, float]]:
+    """(problem, stub, reward) of every stub that earned something on these problems."""
+    earned = []
+    for index in indices:
+        env.reset(seed=0, options={"index": index})
+        for name, reply in env.unwrapped.task_ignoring_replies().items():
+            env.reset(seed=0, options={"index": index})
+            _, reward, _, _, info = env.step(reply)
+            if reward > 0 or info["metrics"]["success"]:
+                earned.append((index, name, reward))
+    return earned
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("partial_credit", [False, True])
+def test_every_stub_earns_nothing_on_all_164_problems(partial_credit):
+    chunks = [list(range(i, 164, 2)) for i in range(2)]
+    with ThreadPoolExecutor(2) as pool:
+        envs = [rollenv.make("CodeSandbox-v0", partial_credit=partial_credit) for _ in chunks]
+        earned = sum(pool.map(_stub_returns, envs, chunks), [])
+    assert earned == []
+
+
+@st.composite
+def constant_stubs(draw) -> str:
+    """A function body that ignores the problem: a constant of any common type, or an input."""
+    constant = st.recursive(
+        st.none() | st.booleans() | st.integers(-3, 3) | st.floats(-2, 2) | st.text(max_size=3),
+        lambda inner: st.lists(inner, max_size=3) | st.tuples(inner, inner),
+        max_leaves=4,
+    )
+    kind = draw(st.sampled_from(["constant", "argument", "raise"]))
+    if kind == "constant":
+        return f"return {draw(constant)!r}"
+    if kind == "argument":
+        return f"return args[{draw(st.integers(0, 2))}] if len(args) > 2 else None"
+    return "raise ValueError('no')"
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(index=st.integers(0, 163), body=constant_stubs())
+def test_property_a_function_that_ignores_the_problem_earns_nothing(index, body):
+    env = rollenv.make("CodeSandbox-v0")
+    env.reset(seed=0, options={"index": index})
+    entry = env.unwrapped.problem.entry_point
+    reply = f"<answer>def {entry}(*args, **kwargs):\n    {body}</answer>"
+    _, reward, _, _, info = env.step(reply)
+    assert reward == 0.0 and not info["metrics"]["success"], (index, body)
 
 
 def test_multi_turn_shows_the_failing_test_and_allows_a_fix():
@@ -97,4 +174,5 @@ def test_jsonl_loader_reads_mbpp_style_records(tmp_path):
     result = run_episode(env, oracle_for(env), seed=0)
     assert result.success and result.total_reward == 1.0
     env.reset(seed=0)
-    assert env.step("<answer>def add(a, b):\n    return 3</answer>")[1] == 0.5
+    _, reward, _, _, info = env.step("<answer>def add(a, b):\n    return 3</answer>")
+    assert reward == 0.0 and info["metrics"]["pass_rate"] == 0.5
