@@ -164,7 +164,12 @@ def _add_check_command(commands: argparse._SubParsersAction) -> None:
         epilog=f"Run '{PROG} envs' for the environment ids.",
     )
     parser.add_argument(
-        "env", metavar="ENV", nargs="+", help="environment ids (e.g. Sokoban-v0) or families"
+        "env", metavar="ENV", nargs="*", help="environment ids (e.g. Sokoban-v0) or families"
+    )
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        help="every registered id (with --reward: every id whose family has an oracle)",
     )
     parser.add_argument(
         "--reward",
@@ -534,18 +539,84 @@ class PolicyReport:
 
 def run_check(args: argparse.Namespace) -> int:
     """``roll-agent check``: each env's checks in turn; 0 if all of them pass."""
-    specs = [_env_spec(env_id) for env_id in args.env]  # every id checked before any runs
-    statuses = []
+    import rollenv
+
+    if args.all == bool(args.env):
+        raise UsageError("name the environments to check, or give --all (not both)")
+    if args.all:
+        specs = [spec for _, spec in sorted(rollenv.registry.items())]
+        if args.reward:
+            specs = [spec for spec in specs if _has_oracle(spec)]
+    else:
+        specs = [_env_spec(env_id) for env_id in args.env]  # every id checked before any runs
+    statuses, reports = [], []
     for index, spec in enumerate(specs):
         if index:
             print()
-        check = _check_reward if args.reward else _check_policies
-        statuses.append(check(spec, args))
+        if args.reward:
+            status, report = _check_reward(spec, args)
+            reports.append(report)
+        else:
+            status = _check_policies(spec, args)
+        statuses.append(status)
+    if len(reports) > 1:
+        print()
+        print_table(
+            [
+                "env",
+                "seeds",
+                "oracle success",
+                "best-paid task-ignoring reply: mean return",
+                "of oracle",
+                "best success",
+                "random baseline",
+                "verdict",
+            ],
+            [_reward_summary_row(report) for report in reports if report is not None],
+            title="Replies that ignore the task, against the oracle (rollenv.check_reward)",
+            no_wrap_columns=2,
+        )
     return max(statuses)
 
 
-def _check_reward(spec: EnvSpec, args: argparse.Namespace) -> int:
-    """``check --reward``: ``check_env``, then ``rollenv.check_reward``'s table."""
+def _has_oracle(spec: EnvSpec) -> bool:
+    from gymnasium.envs.registration import load_env_creator
+
+    entry = spec.entry_point
+    return bool(
+        getattr(load_env_creator(entry) if isinstance(entry, str) else entry, "oracle", None)
+    )
+
+
+def _baseline_text(baseline: Any) -> str:
+    share = "" if baseline.share is None else f", {baseline.share:.0%} of oracle"
+    return f"{baseline.success_rate:.1%} success{share}"
+
+
+def _reward_summary_row(report: Any) -> list[str]:
+    """One line of the summary: the oracle, the best-paid task-ignoring reply, the baseline."""
+    counted = [p for p in report.probes if p.counted]
+    best = max(counted, key=lambda p: p.mean_return)
+    share = best.share
+    baseline = report.random_baseline
+    return [
+        report.env_id,
+        str(len(report.seeds)),
+        f"{report.oracle.success_rate:.1%}",
+        f"{best.mean_return:.3f} ({best.name})",
+        "n/a" if share is None else f"{share:.1%}",
+        f"{max(p.success_rate for p in counted):.1%}",
+        "n/a" if baseline is None else _baseline_text(baseline),
+        "PASS" if report.passed else "GAMEABLE: " + ", ".join(p.name for p in report.gaming),
+    ]
+
+
+def _check_reward(spec: EnvSpec, args: argparse.Namespace) -> tuple[int, Any]:
+    """``check --reward``: ``check_env``, then ``rollenv.check_reward``'s table.
+
+    Returns:
+        The exit status and the ``RewardReport`` (``None`` where there was no oracle).
+    """
     import rollenv
 
     env = rollenv.make(spec.id)
@@ -558,7 +629,7 @@ def _check_reward(spec: EnvSpec, args: argparse.Namespace) -> int:
             report = rollenv.check_reward(env, seeds, raise_on_failure=False, progress=advance)
     except NotImplementedError as error:
         print(f"FAIL: no oracle to compare rewards with ({error}).")
-        return 1
+        return 1, None
     finally:
         env.close()
     print_table(
@@ -588,7 +659,7 @@ def _check_reward(spec: EnvSpec, args: argparse.Namespace) -> int:
     if check_error is not None:
         verdict = "check_env failed; " + verdict
     print(f"{'PASS' if passed else 'FAIL'}: {verdict}; the oracle solved {oracle_solves:.1%}.")
-    return 0 if passed else 1
+    return (0 if passed else 1), report
 
 
 def _check_policies(spec: EnvSpec, args: argparse.Namespace) -> int:
@@ -720,7 +791,7 @@ def _run_with_config(args: argparse.Namespace, function: str) -> int:
 def print_table(
     columns: list[str], rows: list[list[str]], *, title: str, no_wrap_columns: int = 0
 ) -> None:
-    """Prints a table with ``rich`` when it is installed, else as plain aligned text.
+    """Prints a table with ``rich`` on a terminal, else (or without rich) as plain aligned text.
 
     Args:
         columns: the column headers.
@@ -729,6 +800,8 @@ def print_table(
         no_wrap_columns: how many leading columns are never wrapped or cut (e.g. ids).
     """
     try:
+        if not sys.stdout.isatty():  # logs and pipes get every cell whole, at any width
+            raise ImportError
         from rich.console import Console
         from rich.table import Table
     except ImportError:

@@ -84,6 +84,38 @@ def test_check_sokoban_passes_with_the_oracle_always_solving() -> None:
     assert 0 <= random_success <= 100
 
 
+def test_check_reward_prints_the_table_for_several_envs() -> None:
+    result = roll_agent("check", "Sokoban-v0", "MathVerify-v0", "--reward", "--episodes", "6")
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("check_env: passed") == 2
+    assert result.stdout.count("PASS: every task-ignoring reply within the tolerance") == 2
+    episodes, mean_return, share, success = table_row(result.stdout, "observation copied")
+    assert episodes == 6 and share <= 0 and success == 0  # Sokoban's row comes first
+    assert table_row(result.stdout, "oracle")[-1] == 100.0
+    assert "random action words (baseline, not judged)" in result.stdout
+
+
+def test_check_reward_fails_on_a_gameable_env_and_names_the_reply(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    rollenv.register(
+        "SayTheWordGameable-v0",
+        "tests.rollenv.say_the_word:SayTheWord",
+        max_episode_steps=1,
+        kwargs={"pays_for": "any answer"},
+    )
+    try:
+        status = main(["check", "SayTheWordGameable-v0", "--reward", "--episodes", "4"])
+    finally:
+        rollenv.registry._remove("SayTheWordGameable-v0")
+
+    out = capsys.readouterr().out
+    assert status == 1
+    assert "FAIL: replies that ignore the task earn reward: 'observation copied'" in out
+    assert table_row(out, "observation copied")[:3] == [4, 0.5, 50.0]
+
+
 def test_play_with_the_oracle_moves_solves_the_puzzle() -> None:
     moves = oracle_moves("Sokoban-v0", seed=3)
 
