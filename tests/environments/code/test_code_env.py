@@ -90,14 +90,22 @@ def _stub_returns(env, indices: list[int]) -> list[tuple[int, str, float]]:
     return earned
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("partial_credit", [False, True])
-def test_every_stub_earns_nothing_on_all_164_problems(partial_credit):
-    chunks = [list(range(i, 164, 2)) for i in range(2)]
+def _stubs_earned(partial_credit: bool, problems: range) -> list[tuple[int, str, float]]:
+    chunks = [list(problems)[i::2] for i in range(2)]
     with ThreadPoolExecutor(2) as pool:
         envs = [rollenv.make("CodeSandbox-v0", partial_credit=partial_credit) for _ in chunks]
-        earned = sum(pool.map(_stub_returns, envs, chunks), [])
-    assert earned == []
+        return sum(pool.map(_stub_returns, envs, chunks), [])
+
+
+@pytest.mark.slow
+def test_every_stub_earns_nothing_on_all_164_problems():
+    assert _stubs_earned(partial_credit=False, problems=range(164)) == []
+
+
+@pytest.mark.slow
+def test_with_partial_credit_stubs_still_earn_nothing():
+    # partial credit runs every stub once per problem first: a quarter of HumanEval here
+    assert _stubs_earned(partial_credit=True, problems=range(0, 164, 4)) == []
 
 
 @st.composite
