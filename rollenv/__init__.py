@@ -1,5 +1,8 @@
 """rollenv: a Gymnasium-compatible hub of text environments for LLM agents.
 
+Importing it registers rollenv's own ids with Gymnasium as ``rollenv/<id>``, as Gymnasium's
+plugins do (``gymnasium.make("rollenv/Sokoban-v0")`` works right after ``import rollenv``).
+
 Example:
     >>> import rollenv
     >>> env = rollenv.make("Sokoban-v0")
@@ -48,3 +51,6 @@ __all__ = [
     "spec",
     "text_space",
 ]
+
+# rollenv's own ids, registered with Gymnasium too (string entry points: no env module loads)
+registry.load_builtin()

@@ -6,7 +6,9 @@ A package adds envs to rollenv by declaring, in its ``pyproject.toml``::
     mygame = "mygame.envs:register"
 
 where ``mygame.envs.register()`` calls ``rollenv.register(...)`` for each of its ids. rollenv's own
-families are declared the same way. A plugin that fails to import or to register is reported in
+families are declared the same way; theirs load when ``rollenv`` is imported (so
+``gymnasium.make("rollenv/Sokoban-v0")`` works right after ``import rollenv``), every other
+plugin's the first time the registry is used. A plugin that fails to import or to register is reported in
 a ``RuntimeWarning`` naming it, and never stops the others from loading.
 """
 
@@ -38,15 +40,33 @@ def _distribution_name(entry_point: importlib.metadata.EntryPoint) -> str | None
 def load_plugins(
     run: Callable[[str, Callable[[], object]], None],
     group: str = ENTRY_POINT_GROUP,
+    *,
+    distribution: str | None = None,
+    skip: set[tuple[str, str]] | None = None,
 ) -> list[PluginFailure]:
     """Calls every registration function of ``group``, each through ``run(name, function)``.
 
     ``run`` lets the registry attribute the ids a plugin registers to it (and undo them if the
     plugin fails half-way). Each failure is warned about and returned; nothing is raised.
+
+    Args:
+        run: calls one plugin's registration function.
+        group: the entry-point group.
+        distribution: only the entry points of this distribution (``"rollenv"``: the built-in
+            families); ``None`` for every installed one.
+        skip: ``(name, value)`` of entry points already loaded; those loaded now are added.
     """
     failures = []
-    seen: set[tuple[str, str]] = set()
-    for entry_point in importlib.metadata.entry_points(group=group):
+    seen = skip if skip is not None else set()
+    if distribution is None:
+        entry_points = importlib.metadata.entry_points(group=group)
+    else:
+        try:
+            found = importlib.metadata.distribution(distribution).entry_points
+        except importlib.metadata.PackageNotFoundError:  # run from a source tree, not installed
+            return []
+        entry_points = [e for e in found if e.group == group]
+    for entry_point in entry_points:
         # the same distribution can be visible twice (e.g. an editable install plus sys.path)
         if (entry_point.name, entry_point.value) in seen:
             continue

@@ -5,8 +5,10 @@ Gymnasium's registry as ``rollenv/<id>``, and ``rollenv.make`` builds envs throu
 ``gymnasium.make``, so both ways give the same env with the same wrappers (time limit, order
 enforcement, the passive env checker).
 
-Plugins of the ``rollenv.envs`` entry-point group (rollenv's own families among them) are loaded
-once, the first time the registry is used.
+rollenv's own ids (``Mixture-v0`` and the families its distribution declares in the
+``rollenv.envs`` entry-point group) are registered when ``rollenv`` is imported, with string entry
+points, so no env module is imported before an env is made; other packages' plugins of that
+group are loaded once, the first time the registry is used.
 
 Example:
     >>> import rollenv
@@ -80,6 +82,8 @@ class EnvRegistry(Mapping[str, EnvSpec]):
         self._specs: dict[str, EnvSpec] = {}
         self._plugins_loaded = False
         self._plugins_loading = False
+        self._builtin_loaded = False
+        self._loaded_entry_points: set[tuple[str, str]] = set()
         self._loading_plugin: str | None = None
         self._lock = threading.RLock()
         self.plugin_failures: list[PluginFailure] = []
@@ -110,11 +114,33 @@ class EnvRegistry(Mapping[str, EnvSpec]):
                 return
             self._plugins_loading = True
             try:
-                self._run_plugin("rollenv", _register_builtin_envs)
-                self.plugin_failures = load_plugins(self._run_plugin)
+                self._load_builtin()
+                self.plugin_failures += load_plugins(
+                    self._run_plugin, skip=self._loaded_entry_points
+                )
             finally:
                 self._plugins_loading = False
                 self._plugins_loaded = True
+
+    def load_builtin(self) -> None:
+        """Registers rollenv's own ids, once: ``Mixture-v0`` and its distribution's families."""
+        with self._lock:
+            if self._builtin_loaded:
+                return
+            loading, self._plugins_loading = self._plugins_loading, True
+            try:
+                self._load_builtin()
+            finally:
+                self._plugins_loading = loading
+
+    def _load_builtin(self) -> None:
+        if self._builtin_loaded:
+            return
+        self._builtin_loaded = True
+        self._run_plugin("rollenv", _register_builtin_envs)
+        self.plugin_failures += load_plugins(
+            self._run_plugin, distribution="rollenv", skip=self._loaded_entry_points
+        )
 
     def _run_plugin(self, name: str, register_function: Callable[[], object]) -> None:
         before = set(self._specs)

@@ -19,3 +19,24 @@ def test_env_packages_do_not_import_torch_or_ray():
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_import_registers_the_builtin_ids_with_gymnasium_and_loads_no_env_module():
+    script = (
+        "import sys, rollenv, gymnasium\n"
+        "loaded = sorted(m for m in sys.modules if m.endswith(('.env', '.generator')))\n"
+        "registered = 'rollenv/Sokoban-v0' in gymnasium.registry\n"
+        "obs, info = gymnasium.make('rollenv/Sokoban-v0').reset(seed=0)\n"
+        "vec = gymnasium.make_vec('rollenv/FrozenLake-v0', num_envs=2, vectorization_mode='sync')\n"
+        "batch, _ = vec.reset(seed=0)\n"
+        "heavy = sorted(m for m in ('torch', 'ray') if m in sys.modules)\n"
+        "print(loaded, registered, len(batch), heavy)\n"
+        "print(obs)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    first, *board = result.stdout.splitlines()
+    assert first == "[] True 2 []"  # no env module before a make; neither torch nor ray
+    assert "P" in "".join(board)
