@@ -8,8 +8,8 @@ A package adds envs to rollenv by declaring, in its ``pyproject.toml``::
 where ``mygame.envs.register()`` calls ``rollenv.register(...)`` for each of its ids. rollenv's own
 families are declared the same way; theirs load when ``rollenv`` is imported (so
 ``gymnasium.make("rollenv/Sokoban-v0")`` works right after ``import rollenv``), every other
-plugin's the first time the registry is used. A plugin that fails to import or to register is reported in
-a ``RuntimeWarning`` naming it, and never stops the others from loading.
+plugin's the first time the registry is used. A plugin that fails to import or to register is
+reported in a ``RuntimeWarning`` naming it, and never stops the others from loading.
 """
 
 from __future__ import annotations
