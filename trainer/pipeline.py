@@ -144,6 +144,17 @@ def rollout_metrics(trajectories: list[Trajectory], prefix: str) -> dict[str, fl
     return metrics
 
 
+def _skipped_text(metrics: dict[str, float]) -> str:
+    """Why a step made no update: every episode was left out of the batch."""
+    zero = int(metrics.get("train/zero_advantage_episodes", 0))
+    dropped = int(metrics.get("train/starpo_s_dropped_episodes", 0))
+    if zero and not dropped:
+        return f"skipped: all {zero} episodes had zero advantage"
+    reasons = [f"{zero} had zero advantage"] if zero else []
+    reasons += [f"{dropped} dropped by StarPO-S"] if dropped else []
+    return f"skipped: no episode left to train on ({', '.join(reasons) or 'empty batch'})"
+
+
 class _StopRequest:
     """Turns the first Ctrl-C into a request to stop after the current step."""
 
@@ -338,10 +349,15 @@ class Pipeline:
             group_ids = torch.tensor([t.group_id for t in trajectories])
             keep = starpo_s_filter(rewards, group_ids, keep_fraction=algorithm.starpo_s_keep)
         owner_of_sample = [i for i, t in enumerate(trajectories) for _ in t.samples]
+        kept_before_zero_filter = int(keep.sum())
         if algorithm.skip_zero_advantage:
             keep &= nonzero_advantage_filter(
                 credit.advantages, masks, owner_of_sample, num_trajectories=len(trajectories)
             )
+        filter_metrics = {
+            "train/starpo_s_dropped_episodes": float(len(trajectories) - kept_before_zero_filter),
+            "train/zero_advantage_episodes": float(kept_before_zero_filter - int(keep.sum())),
+        }
         sample_rows = [row for row, owner in enumerate(owner_of_sample) if keep[owner]]
         batch = TokenBatch(
             token_ids=sequences,
@@ -377,6 +393,7 @@ class Pipeline:
         metrics = {
             **rollout_metrics(trajectories, "rollout"),
             **(self.rollouts.metrics() if self.rollouts is not None else {}),
+            **filter_metrics,
             **update_metrics,
             **timings,
             "train/kept_episodes": float(keep.float().mean()),
@@ -448,7 +465,7 @@ class Pipeline:
             f"success {metrics['rollout/success']:.2f}",
             f"return {metrics['rollout/return']:.2f}",
             f"valid {metrics['rollout/valid_action_rate']:.2f}",
-            f"loss {metrics.get('loss', float('nan')):.4f}",
+            f"loss {metrics['loss']:.4f}" if "loss" in metrics else _skipped_text(metrics),
         ]
         if "eval/success" in metrics:
             parts.append(f"eval success {metrics['eval/success']:.2f}")

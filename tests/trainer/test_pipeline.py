@@ -83,6 +83,11 @@ def test_a_step_of_equal_returns_trains_on_nothing_when_zero_advantages_are_skip
     assert ("policy/loss" in metrics) is not skip  # the update ran only without skipping
     after = _trainable(pipeline)
     assert all(torch.equal(before[n], after[n]) for n in before)
+    line = pipeline._progress_line({**metrics, "time/step": 1.0})
+    assert "nan" not in line
+    episodes = pipeline.config.env.groups_per_step * pipeline.config.env.group_size
+    skipped = f"skipped: all {episodes} episodes had zero advantage"
+    assert (skipped in line) is skip and ("loss " in line) is not skip
 
 
 def test_skipping_zero_advantages_still_trains_on_the_groups_that_differ(tmp_path):
