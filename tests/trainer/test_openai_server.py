@@ -135,3 +135,60 @@ def test_serve_with_an_unknown_model_is_one_error_line(capsys):
     assert main(["serve", "--model", "smollm-135", "--port", "0"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "smollm2-135m" in err[0]
+
+
+def _chat(url: str, **options):
+    messages = [{"role": "user", "content": "Push the box onto the target."}]
+    return _client(url).chat.completions.create(
+        model=MODEL, messages=messages, max_tokens=8, temperature=0.0, **options
+    )
+
+
+def test_streaming_yields_the_same_greedy_tokens_on_both_endpoints(served):
+    _, url = served
+    client = _client(url)
+    whole = client.completions.create(model=MODEL, prompt="The box", max_tokens=8, temperature=0)
+    chunks = list(
+        client.completions.create(
+            model=MODEL, prompt="The box", max_tokens=8, temperature=0, stream=True
+        )
+    )
+    assert len(chunks) > 1
+    assert "".join(c.choices[0].text for c in chunks) == whole.choices[0].text
+    assert chunks[-1].choices[0].finish_reason == whole.choices[0].finish_reason
+
+    expected = _chat(url).choices[0]
+    streamed = list(_chat(url, stream=True))
+    assert streamed[0].choices[0].delta.role == "assistant"
+    text = "".join(c.choices[0].delta.content or "" for c in streamed)
+    assert text == expected.message.content and text
+    assert streamed[-1].choices[0].finish_reason == expected.finish_reason
+
+
+def test_n_returns_that_many_choices(served):
+    _, url = served
+    client = _client(url)
+    sampled = client.completions.create(model=MODEL, prompt="Up", max_tokens=6, n=2, seed=3)
+    assert [c.index for c in sampled.choices] == [0, 1]
+    greedy = _chat(url, n=2)
+    assert len(greedy.choices) == 2
+    assert greedy.choices[0].message.content == greedy.choices[1].message.content
+
+
+def test_stop_strings_cut_the_reply_before_them(served):
+    _, url = served
+    full = _chat(url).choices[0].message.content
+    assert len(full) > 2
+    stop = full[2:4]  # a piece of the greedy reply, from its third character
+    cut = _chat(url, stop=[stop]).choices[0]
+    assert cut.message.content == full[: full.find(stop)]
+    assert cut.finish_reason == "stop"
+
+
+def test_tools_and_top_logprobs_are_refused_with_the_reason(served):
+    _, url = served
+    tool = {"type": "function", "function": {"name": "move", "parameters": {"type": "object"}}}
+    with pytest.raises(openai.BadRequestError, match="tools are not supported"):
+        _chat(url, tools=[tool])
+    with pytest.raises(openai.BadRequestError, match="top_logprobs is not supported"):
+        _chat(url, logprobs=True, top_logprobs=2)
