@@ -6,6 +6,15 @@ import subprocess
 import sys
 
 
+def _fresh_interpreter(script: str) -> str:
+    """What ``script`` prints in a new Python process (which must succeed)."""
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
 def test_env_packages_do_not_import_torch_or_ray():
     script = (
         "import sys, rollenv, environments\n"
@@ -14,11 +23,7 @@ def test_env_packages_do_not_import_torch_or_ray():
         "heavy = sorted(m for m in ('torch', 'ray', 'transformers') if m in sys.modules)\n"
         "print(heavy)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "[]"
+    assert _fresh_interpreter(script).strip() == "[]"
 
 
 def test_import_registers_the_builtin_ids_with_gymnasium_and_loads_no_env_module():
@@ -33,10 +38,6 @@ def test_import_registers_the_builtin_ids_with_gymnasium_and_loads_no_env_module
         "print(loaded, registered, len(batch), heavy)\n"
         "print(obs)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 0, result.stderr
-    first, *board = result.stdout.splitlines()
+    first, *board = _fresh_interpreter(script).splitlines()
     assert first == "[] True 2 []"  # no env module before a make; neither torch nor ray
     assert "P" in "".join(board)
