@@ -8,8 +8,6 @@ Ids:
 
 from __future__ import annotations
 
-import rollenv
-
 ENTRY_POINT = "environments.frozenlake.env:FrozenLakeEnv"
 
 VARIANTS: dict[str, tuple[str, int, dict]] = {
@@ -26,6 +24,10 @@ VARIANTS: dict[str, tuple[str, int, dict]] = {
 
 def register() -> None:
     """Registers every FrozenLake id with rollenv (the ``rollenv.envs`` entry point)."""
+    # imported here: a submodule imported before rollenv (environments.code.data) imports
+    # rollenv, which calls this while the package is still being imported
+    import rollenv
+
     for env_id, (description, max_turns, kwargs) in VARIANTS.items():
         rollenv.register(
             env_id, ENTRY_POINT, max_episode_steps=max_turns, kwargs=kwargs, description=description

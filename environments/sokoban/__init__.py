@@ -9,8 +9,6 @@ Ids:
 
 from __future__ import annotations
 
-import rollenv
-
 ENTRY_POINT = "environments.sokoban.env:SokobanEnv"
 MAX_TURNS = 10
 
@@ -31,6 +29,10 @@ VARIANTS: dict[str, tuple[str, dict]] = {
 
 def register() -> None:
     """Registers every Sokoban id with rollenv (the ``rollenv.envs`` entry point)."""
+    # imported here: a submodule imported before rollenv (environments.code.data) imports
+    # rollenv, which calls this while the package is still being imported
+    import rollenv
+
     for env_id, (description, kwargs) in VARIANTS.items():
         rollenv.register(
             env_id,

@@ -12,8 +12,6 @@ as keyword arguments of ``rollenv.make``. Importing this package imports no opti
 
 from __future__ import annotations
 
-import rollenv
-
 MAX_TURNS = 15
 
 VARIANTS: dict[str, tuple[str, str]] = {
@@ -30,5 +28,9 @@ VARIANTS: dict[str, tuple[str, str]] = {
 
 def register() -> None:
     """Registers the WebShop ids with rollenv (the ``rollenv.envs`` entry point)."""
+    # imported here: a submodule imported before rollenv (environments.code.data) imports
+    # rollenv, which calls this while the package is still being imported
+    import rollenv
+
     for env_id, (entry_point, description) in VARIANTS.items():
         rollenv.register(env_id, entry_point, max_episode_steps=MAX_TURNS, description=description)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 
 def _fresh_interpreter(script: str) -> str:
     """What ``script`` prints in a new Python process (which must succeed)."""
@@ -41,3 +43,24 @@ def test_import_registers_the_builtin_ids_with_gymnasium_and_loads_no_env_module
     first, *board = _fresh_interpreter(script).splitlines()
     assert first == "[] True 2 []"  # no env module before a make; neither torch nor ray
     assert "P" in "".join(board)
+
+
+@pytest.mark.parametrize(
+    "module, env_id",
+    [
+        ("environments.code.data", "CodeSandbox-v0"),
+        ("environments.math.verify", "MathVerify-v0"),
+        ("environments.sokoban.solver", "Sokoban-v0"),
+        ("environments.frozenlake.env", "FrozenLake-v0"),
+        ("environments.webshop.catalog", "WebShop-v0"),
+    ],
+)
+def test_a_family_module_imported_before_rollenv_keeps_its_ids(module, env_id):
+    # the submodule's import runs rollenv's, which registers the family whose package is
+    # still being imported: its register() must already be there
+    script = (
+        f"import warnings; warnings.simplefilter('error')\n"
+        f"import {module}\nimport rollenv, gymnasium\n"
+        f"print({env_id!r} in rollenv.registry, 'rollenv/{env_id}' in gymnasium.registry)\n"
+    )
+    assert _fresh_interpreter(script).strip() == "True True"
