@@ -38,9 +38,10 @@ _WRAPPERS = [
     re.compile(r"^\\boxed\{(.*)\}$", re.DOTALL),
     re.compile(r"^[A-Za-z]\w*\s*=\s*(.*)$", re.DOTALL),
     re.compile(r"^(?:\\\$|\$|\u00a3|\u20ac|\\pounds|\\euro)\s*(.*)$", re.DOTALL),
+    # a unit is a word of two letters or more, or one set apart: "5cm", "5 m", never "2x"
     re.compile(
-        r"^(.*?)\s*(?:\\?%|\\text\{\s*[A-Za-z ]*\}|\\(?:mbox|mathrm)\{[A-Za-z ]*\}"
-        r"|[A-Za-z][A-Za-z .]*)$",
+        r"^(.*?)(?:\s*\\?%|\s*\\text\{\s*[A-Za-z ]*\}|\s*\\(?:mbox|mathrm)\{[A-Za-z ]*\}"
+        r"|\s*[A-Za-z]{2,}[A-Za-z .]*|\s+[A-Za-z][A-Za-z .]*)$",
         re.DOTALL,
     ),
 ]
@@ -80,6 +81,11 @@ def _is_number(text: str) -> bool:
     return _NUMBER.fullmatch(text) is not None
 
 
+def _is_numeric(text: str) -> bool:
+    """A number or a fraction of two integers: the references whose answers must be results."""
+    return _is_number(text) or _FRACTION.fullmatch(text) is not None
+
+
 def _is_reduced_fraction(text: str) -> bool:
     match = _FRACTION.fullmatch(text)
     if match is None:
@@ -109,11 +115,9 @@ def is_result(answer: str, reference: str, question: str = "") -> bool:
     """
     if not answer.strip() or len(answer) > MAX_ANSWER_CHARS:
         return False
-    core, reference_core = _core(answer), _core(reference)
-    copied = _squeezed(core) in _squeezed(question) and (
-        _squeezed(reference_core) not in _squeezed(question)
-    )
-    if _is_number(reference_core) or _FRACTION.fullmatch(reference_core):
+    core, reference_core, question = _core(answer), _core(reference), _squeezed(question)
+    copied = _squeezed(core) in question and _squeezed(reference_core) not in question
+    if _is_numeric(reference_core):
         # "Calculate 3 / 4." is not answered by "3/4"; a single number is a result anyway
         return _is_number(core) or (_is_reduced_fraction(core) and not copied)
     return not copied
@@ -130,8 +134,13 @@ def is_correct(answer: str, reference: str, question: str = "") -> bool:
     """
     if not is_result(answer, reference, question):
         return False
-    # a currency sign or unit word can keep math-verify from parsing an answer it would accept
-    return is_equivalent(answer, reference) or is_equivalent(_core(answer), _core(reference))
+    if is_equivalent(answer, reference):
+        return True
+    # a currency sign or unit word around a number can keep math-verify from parsing it: compare
+    # the bare numbers, where there was anything to strip
+    core, reference_core = _core(answer), _core(reference)
+    stripped = (core, reference_core) != (answer.strip(), reference.strip())
+    return stripped and _is_numeric(reference_core) and is_equivalent(core, reference_core)
 
 
 def _timeout() -> int | None:

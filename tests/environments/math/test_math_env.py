@@ -100,6 +100,10 @@ def test_tool_runs_python_in_a_session_that_keeps_state():
         ("26", "26", "Find the GCD of these numbers: 26, 130.", True),  # the answer is in it
         ("(x+1)^2 - 1", "x^2 + 2x", "Expand (x+1)^2 - 1.", False),
         ("x^2+2x", "x^2 + 2x", "Expand (x+1)^2 - 1.", True),
+        ("2", "2x", "", False),  # a variable is no unit to strip
+        ("x^2+2y", "x^2+2x", "", False),
+        ("5cm", "5", "", True),
+        ("5 m", "5", "", True),
     ],
 )
 def test_only_a_result_in_the_answer_form_is_correct(answer, reference, question, counts):
