@@ -111,7 +111,6 @@ class CodeSandboxEnv(TextEnv):
         self.partial_credit = partial_credit
         self.problem: Problem | None = None
         self.pass_rate = 0.0
-        self.credit = 0.0
         self._passed_by_stubs: dict[str, frozenset[int]] = {}
         self.feedback = ""
         self.last_result = None
@@ -153,7 +152,6 @@ class CodeSandboxEnv(TextEnv):
             index = rng.randrange(len(self.problems))
         self.problem = self.problems[int(index)]
         self.pass_rate = 0.0
-        self.credit = 0.0
         self.feedback = ""
         self.last_result = None
         self._solved_now = False
@@ -175,19 +173,19 @@ class CodeSandboxEnv(TextEnv):
         return None if code is None else [code]
 
     def _apply(self, code: str) -> tuple[float, bool]:
-        passed, self.feedback = self.run_tests(code)
+        passed, self.feedback, self.last_result = self.run_tests(code)
         total = self.test_count()
         self.pass_rate = len(passed) / total
         self._solved_now = len(passed) == total
         if self._solved_now:
-            self.credit = 1.0
+            credit = 1.0
         elif self.partial_credit:
             counted = set(range(total)) - self.passed_by_stubs()
-            self.credit = len(passed & counted) / len(counted) if counted else 0.0
+            credit = len(passed & counted) / len(counted) if counted else 0.0
         else:
-            self.credit = 0.0
+            credit = 0.0
         done = self._solved_now or self.actions_taken + 1 >= self.max_attempts
-        return (self.credit if done else 0.0), True
+        return (credit if done else 0.0), True
 
     def _solved(self) -> bool:
         return self._solved_now
@@ -233,8 +231,8 @@ class CodeSandboxEnv(TextEnv):
             self._passed_by_stubs[task_id] = frozenset(passed)
         return self._passed_by_stubs[task_id]
 
-    def run_tests(self, code: str) -> tuple[set[int], str]:
-        """Runs the tests on ``code``; returns the passed tests' indices and the first failure."""
+    def run_tests(self, code: str) -> tuple[set[int], str, Any]:
+        """Runs the tests on ``code``: the passed tests' indices, the first failure, the run."""
         import sandboxes
 
         total = self.test_count()
@@ -248,7 +246,6 @@ class CodeSandboxEnv(TextEnv):
             memory_mb=self.memory_mb,
             backend=self.backend,
         )
-        self.last_result = result
         outcomes = parse_results(result.stdout, nonce)
         passed = {index for index, ok, _ in outcomes if ok and 0 <= index < total}
         failures = [detail for _, ok, detail in outcomes if not ok]
@@ -262,4 +259,4 @@ class CodeSandboxEnv(TextEnv):
             feedback = (result.stderr or "the tests did not finish")[-FEEDBACK_CHARS:]
         else:
             feedback = ""
-        return passed, feedback[-FEEDBACK_CHARS:]
+        return passed, feedback[-FEEDBACK_CHARS:], result

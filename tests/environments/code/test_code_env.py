@@ -77,6 +77,16 @@ def test_partial_credit_counts_only_the_tests_no_stub_passes(tmp_path):
     assert env.step("<answer>def add(a, b):\n    return a + b</answer>")[1] == 1.0
 
 
+def test_last_result_is_the_answers_run_even_when_the_stubs_run_after_it(tmp_path):
+    path = tmp_path / "add.jsonl"
+    path.write_text(ADD_PROBLEM)
+    env = rollenv.make("CodeSandbox-v0", dataset=str(path), partial_credit=True)
+    env.reset(seed=0)
+    # wrong on add(1, 2) only: passes 2 of 3 tests; the stubs (run now, for the credit) pass 1
+    env.step("<answer>def add(a, b):\n    return 0 if a == 1 else a + b</answer>")
+    assert env.unwrapped.last_result.stdout.count(", true,") == 2
+
+
 def _stub_returns(env, indices: list[int]) -> list[tuple[int, str, float]]:
     """(problem, stub, reward) of every stub that earned something on these problems."""
     earned = []
