@@ -18,11 +18,14 @@ from __future__ import annotations
 import importlib
 import random
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import gymnasium as gym
 
 from rollenv.text_env import TextEnv
+
+if TYPE_CHECKING:
+    from rollenv.registration import EnvSpec
 
 
 class Policy(Protocol):
@@ -56,6 +59,21 @@ class RandomPolicy:
     def act(self, observation: str, info: dict[str, Any]) -> str:
         words = self._env.action_words
         return self._env.answer_format.wrap([self._rng.choice(words) for _ in range(self._count)])
+
+
+def has_oracle(spec: EnvSpec) -> bool:
+    """Whether the env that ``spec`` builds has an oracle, read off its class without building it.
+
+    Example:
+        >>> import rollenv
+        >>> has_oracle(rollenv.spec("Sokoban-v0"))
+        True
+    """
+    from gymnasium.envs.registration import load_env_creator
+
+    entry = spec.entry_point
+    creator = load_env_creator(entry) if isinstance(entry, str) else entry
+    return getattr(creator, "oracle", None) is not None
 
 
 def oracle_for(env: gym.Env) -> Policy:

@@ -30,6 +30,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -259,17 +260,7 @@ class _WrongTagPolicy:
 
     def act(self, observation: str, info: dict[str, Any]) -> str:
         reply = self._oracle.act(observation, info)
-        for old, new in ((f"<{self._tag}>", "<response>"), (f"</{self._tag}>", "</response>")):
-            reply = _replace_any_case(reply, old, new)
-        return reply
-
-
-def _replace_any_case(text: str, old: str, new: str) -> str:
-    lowered, needle, parts, start = text.lower(), old.lower(), [], 0
-    while (found := lowered.find(needle, start)) >= 0:
-        parts += [text[start:found], new]
-        start = found + len(old)
-    return "".join(parts) + text[start:]
+        return re.sub(rf"<(/?){re.escape(self._tag)}>", r"<\1response>", reply, flags=re.IGNORECASE)
 
 
 # ---------------------------------------------------------------------------------- the check

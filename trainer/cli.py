@@ -540,13 +540,14 @@ class PolicyReport:
 def run_check(args: argparse.Namespace) -> int:
     """``roll-agent check``: each env's checks in turn; 0 if all of them pass."""
     import rollenv
+    from rollenv.policies import has_oracle
 
     if args.all == bool(args.env):
         raise UsageError("name the environments to check, or give --all (not both)")
     if args.all:
         specs = [spec for _, spec in sorted(rollenv.registry.items())]
         if args.reward:
-            specs = [spec for spec in specs if _has_oracle(spec)]
+            specs = [spec for spec in specs if has_oracle(spec)]
     else:
         specs = [_env_spec(env_id) for env_id in args.env]  # every id checked before any runs
     statuses, reports = [], []
@@ -577,15 +578,6 @@ def run_check(args: argparse.Namespace) -> int:
             no_wrap_columns=2,
         )
     return max(statuses)
-
-
-def _has_oracle(spec: EnvSpec) -> bool:
-    from gymnasium.envs.registration import load_env_creator
-
-    entry = spec.entry_point
-    return bool(
-        getattr(load_env_creator(entry) if isinstance(entry, str) else entry, "oracle", None)
-    )
 
 
 def _baseline_text(baseline: Any) -> str:
@@ -625,8 +617,11 @@ def _check_reward(spec: EnvSpec, args: argparse.Namespace) -> tuple[int, Any]:
     print("check_env: passed" if check_error is None else f"check_env: FAILED: {check_error}")
     seeds = range(args.seed, args.seed + args.episodes)
     try:
-        with seed_progress(total=args.episodes) as advance:
-            report = rollenv.check_reward(env, seeds, raise_on_failure=False, progress=advance)
+        with episode_progress(total=args.episodes, unit="seeds") as advance:
+            # check_reward reports once per seed, when every reply has played it
+            report = rollenv.check_reward(
+                env, seeds, raise_on_failure=False, progress=lambda _: advance("oracle and probe")
+            )
     except NotImplementedError as error:
         print(f"FAIL: no oracle to compare rewards with ({error}).")
         return 1, None
@@ -833,8 +828,8 @@ def _plain_table(columns: list[str], rows: list[list[str]], *, title: str) -> st
 
 
 @contextlib.contextmanager
-def episode_progress(total: int) -> Iterator[Callable[[str], None]]:
-    """Shows progress over ``total`` episodes on stderr, when stderr is a terminal.
+def episode_progress(total: int, unit: str = "episodes") -> Iterator[Callable[[str], None]]:
+    """Shows progress over ``total`` episodes (or other ``unit``s) on stderr, on a terminal.
 
     Yields:
         ``advance(policy_name)``, to call after each episode.
@@ -846,39 +841,20 @@ def episode_progress(total: int) -> Iterator[Callable[[str], None]]:
         from rich.console import Console
         from rich.progress import Progress
     except ImportError:
-        yield from _plain_progress(total)
+        yield from _plain_progress(total, unit)
         return
     with Progress(transient=True, console=Console(stderr=True)) as progress:
-        task = progress.add_task("episodes", total=total)
-        yield lambda policy: progress.update(task, advance=1, description=f"{policy} episodes")
+        task = progress.add_task(unit, total=total)
+        yield lambda policy: progress.update(task, advance=1, description=f"{policy} {unit}")
 
 
-@contextlib.contextmanager
-def seed_progress(total: int) -> Iterator[Callable[[int], None]]:
-    """Shows progress over ``total`` seeds on stderr, when stderr is a terminal.
-
-    Yields:
-        ``advance(seeds_done)``, to call after each seed.
-    """
-    with episode_progress(total) as advance:
-        done = 0
-
-        def to(seeds_done: int) -> None:
-            nonlocal done
-            while done < seeds_done:
-                done += 1
-                advance("seed")
-
-        yield to
-
-
-def _plain_progress(total: int) -> Iterator[Callable[[str], None]]:
+def _plain_progress(total: int, unit: str) -> Iterator[Callable[[str], None]]:
     done = 0
 
     def advance(policy: str) -> None:
         nonlocal done
         done += 1
-        print(f"\r{policy} episodes: {done}/{total}", end="", file=sys.stderr, flush=True)
+        print(f"\r{policy} {unit}: {done}/{total}", end="", file=sys.stderr, flush=True)
 
     yield advance
     print(file=sys.stderr)

@@ -115,7 +115,7 @@ def build_app(server: GeneratorActor, model_name: str, *, max_tokens: int = 256)
         ]
         return error(400, "; ".join(problems))
 
-    def check_model(request: _Request) -> None:
+    def check_request(request: _Request) -> None:
         if request.model != model_name:
             raise HTTPException(
                 status_code=404,
@@ -144,25 +144,28 @@ def build_app(server: GeneratorActor, model_name: str, *, max_tokens: int = 256)
         )
         return [cut_at_stop(output, request.stop_strings) for output in outputs]
 
+    def prefix_texts(output: GenerationOutput) -> list[str]:
+        """The reply's text after each of its tokens (where stop strings and chunks begin)."""
+        ids = output.token_ids
+        return [
+            tokenizer.decode(ids[:end], skip_special_tokens=True) for end in range(1, len(ids) + 1)
+        ]
+
     def cut_at_stop(output: GenerationOutput, stops: list[str]) -> GenerationOutput:
         """The reply up to (not including) the first stop string, finishing with "stop"."""
         text = text_of(output)
         cuts = [text.find(stop) for stop in stops if stop in text]
         if not cuts:
             return output
-        end, kept = min(cuts), 0
-        while (
-            kept < len(output.token_ids)
-            and len(tokenizer.decode(output.token_ids[: kept + 1], skip_special_tokens=True)) <= end
-        ):
-            kept += 1
+        end = min(cuts)
+        prefixes = prefix_texts(output)
+        kept = next((i for i, prefix in enumerate(prefixes) if len(prefix) > end), len(prefixes))
         return GenerationOutput(output.token_ids[:kept], output.logprobs[:kept], "stop")
 
     def pieces(output: GenerationOutput) -> list[str]:
         """The reply's text in the pieces its tokens add (multi-byte characters kept whole)."""
         found, before = [], ""
-        for end in range(1, len(output.token_ids) + 1):
-            text = tokenizer.decode(output.token_ids[:end], skip_special_tokens=True)
+        for text in prefix_texts(output):
             if len(text) > len(before) and not text.endswith("\ufffd"):
                 found.append(text[len(before) :])
                 before = text
@@ -209,7 +212,7 @@ def build_app(server: GeneratorActor, model_name: str, *, max_tokens: int = 256)
 
     @app.post("/v1/completions")
     async def completions(request: CompletionRequest) -> Any:
-        check_model(request)
+        check_request(request)
         if isinstance(request.prompt, str):
             prompt = tokenizer.encode(request.prompt, add_special_tokens=False)
         else:
@@ -261,7 +264,7 @@ def build_app(server: GeneratorActor, model_name: str, *, max_tokens: int = 256)
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: ChatRequest) -> Any:
-        check_model(request)
+        check_request(request)
         messages = [m.model_dump() for m in request.messages]
         prompt = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         prompt_ids = tokenizer.encode(prompt, add_special_tokens=False)

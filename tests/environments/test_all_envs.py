@@ -6,13 +6,12 @@ import re
 import warnings
 
 import pytest
-from gymnasium.envs.registration import load_env_creator
 from gymnasium.utils.env_checker import check_env
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import rollenv
-from rollenv.policies import RandomPolicy, oracle_for, run_episode, text_env_of
+from rollenv.policies import RandomPolicy, has_oracle, oracle_for, run_episode, text_env_of
 
 ALL_IDS = sorted(rollenv.registry)
 # the families of issue 2; more families join the list as they land
@@ -26,7 +25,7 @@ SOLVABLE_IDS.append("WebShop-v0")  # WebShopHTML-v0's oracle runs in tests/envir
 # ids whose every step drives a real browser: fewer fuzzing examples (each builds a new env)
 BROWSER_IDS = [i for i in ALL_IDS if "HTML" in i]
 # every id whose family has an oracle: the reward check compares task-ignoring replies with it
-REWARD_IDS = [i for i in ALL_IDS if load_env_creator(rollenv.spec(i).entry_point).oracle]
+REWARD_IDS = [i for i in ALL_IDS if has_oracle(rollenv.spec(i))]
 # each of their episodes runs a sandbox or a browser: fewer seeds, and marked slow
 SLOW_REWARD_IDS = {"WebShopHTML-v0": 3, "CodeSandboxMultiTurn-v0": 6, "MathTool-v0": 10}
 
