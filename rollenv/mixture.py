@@ -42,7 +42,7 @@ import gymnasium as gym
 import numpy as np
 
 from rollenv.actions import AnswerFormat
-from rollenv.registration import make, spec
+from rollenv.registration import make, register, spec
 from rollenv.text_env import _SHARED_TEXT_SPACE, TextEnv
 
 MIXTURE_ID = "Mixture-v0"
@@ -301,3 +301,14 @@ def make_mixture(mix: Mapping[str, float | Mapping[str, Any]], **kwargs: Any) ->
         ['FrozenLake-v0', 'SimpleSokoban-v0']
     """
     return make(MIXTURE_ID, mix=mix, **kwargs)
+
+
+def register_mixture() -> None:
+    """Registers ``Mixture-v0`` (rollenv's own id, named in its ``rollenv.envs`` entry points)."""
+    register(
+        MIXTURE_ID,
+        "rollenv.mixture:MixtureEnv",
+        # no time limit: each member truncates its own episodes
+        kwargs={"mix": dict(DEFAULT_MIX)},
+        description="a weighted mix of envs, one per episode (mix={env_id: ratio})",
+    )

@@ -137,7 +137,6 @@ class EnvRegistry(Mapping[str, EnvSpec]):
         if self._builtin_loaded:
             return
         self._builtin_loaded = True
-        self._run_plugin("rollenv", _register_builtin_envs)
         self.plugin_failures += load_plugins(
             self._run_plugin, distribution="rollenv", skip=self._loaded_entry_points
         )
@@ -217,19 +216,6 @@ class EnvRegistry(Mapping[str, EnvSpec]):
             names = ", ".join(f.name for f in self.plugin_failures)
             message += f" (Plugins that failed to load: {names}.)"
         return message
-
-
-def _register_builtin_envs() -> None:
-    """Registers rollenv's own ids (before any plugin's): ``Mixture-v0``."""
-    from rollenv.mixture import DEFAULT_MIX, MIXTURE_ID  # it imports this module
-
-    register(
-        MIXTURE_ID,
-        "rollenv.mixture:MixtureEnv",
-        # no time limit: each member truncates its own episodes
-        kwargs={"mix": dict(DEFAULT_MIX)},
-        description="a weighted mix of envs, one per episode (mix={env_id: ratio})",
-    )
 
 
 registry = EnvRegistry()

@@ -39,23 +39,11 @@ from typing import Any
 import gymnasium as gym
 
 from rollenv.policies import Policy, RandomPolicy, oracle_for, run_episode, text_env_of
+from rollenv.reward_tolerance import RewardTolerance
 from rollenv.text_env import TextEnv
 
 #: the probe that plays random action words: a baseline, never counted as gaming
 RANDOM_BASELINE = "random action words"
-
-
-@dataclass(frozen=True)
-class RewardTolerance:
-    """How much a task-ignoring reply may earn before the reward counts as gameable.
-
-    Attributes:
-        max_share: the most a probe's mean return may be, as a share of the oracle's.
-        max_success: the most a probe's success rate may be.
-    """
-
-    max_share: float = 0.05
-    max_success: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -28,15 +28,13 @@ from __future__ import annotations
 import random
 from abc import abstractmethod
 from collections.abc import Hashable
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import gymnasium as gym
 from gymnasium import spaces
 
 from rollenv.actions import AnswerFormat
-
-if TYPE_CHECKING:
-    from rollenv.reward_checker import RewardTolerance
+from rollenv.reward_tolerance import RewardTolerance
 
 # Every character an LLM may write, except UTF-16 surrogates (not valid in a Python str that
 # came from decoded text). Built once: gymnasium indexes the charset of a Text space.

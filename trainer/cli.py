@@ -28,60 +28,24 @@ import argparse
 import contextlib
 import importlib.metadata
 import os
-import random
-import statistics
 import sys
 import warnings
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import Iterator
+from typing import Any
 
+from trainer.cli_arguments import (
+    PROG,
+    USAGE_ERROR,
+    OneLineErrorParser,
+    UsageError,
+    integer,
+    non_negative_int,
+    positive_int,
+)
+from trainer.env_commands import add_env_commands
 from trainer.extras import INSTALL_COMMANDS, MissingExtraError, require_extra
 
-if TYPE_CHECKING:
-    import gymnasium as gym
-
-    from rollenv import EnvSpec
-    from rollenv.policies import EpisodeResult, Policy
-
-PROG = "roll-agent"
-USAGE_ERROR = 2
 INTERRUPTED = 130
-ORACLE_SUCCESS_THRESHOLD = 0.9
-QUIT_WORDS = frozenset({"q", "quit", "exit"})
-
-
-class UsageError(Exception):
-    """A mistake the user made on the command line; ``main`` prints it as one line."""
-
-
-# ---------------------------------------------------------------------------------- the parser
-class _ArgumentParser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line, pointing at ``--help``."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(USAGE_ERROR, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
-
-
-def _positive_int(text: str) -> int:
-    value = _integer(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    value = _integer(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
-
-
-def _integer(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
 
 
 def _rollenv_version() -> str:
@@ -93,7 +57,7 @@ def _rollenv_version() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """Builds the ``roll-agent`` argument parser with all its subcommands."""
-    parser = _ArgumentParser(
+    parser = OneLineErrorParser(
         prog=PROG,
         description="Text environments for LLM agents: list them, play them, check them, "
         "and train models in them.",
@@ -103,95 +67,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--version", action="version", version=f"{PROG} (rollenv {_rollenv_version()})"
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    _add_envs_command(commands)
-    _add_play_command(commands)
-    _add_check_command(commands)
+    add_env_commands(commands)
     _add_train_command(commands)
     _add_sft_command(commands)
     _add_serve_command(commands)
     return parser
-
-
-def _add_envs_command(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
-        "envs",
-        help="List the registered environments.",
-        description="List the registered environments: id, family, turn limit and description. "
-        "Third-party packages add environments through the 'rollenv.envs' entry-point group.",
-    )
-    parser.add_argument(
-        "--family", metavar="NAME", help="only the environments of this family (e.g. sokoban)"
-    )
-    parser.set_defaults(handler=run_envs)
-
-
-def _add_play_command(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
-        "play",
-        help="Play an environment yourself, in the terminal.",
-        description="Play an environment in the terminal. Type an action word (e.g. 'up') or a "
-        "full reply as an agent would write it (e.g. '<answer>Up</answer>'); "
-        "'q' or end of input quits. Reads its moves from stdin, so it can be scripted.",
-        epilog=f"Run '{PROG} envs' for the environment ids.",
-    )
-    parser.add_argument("env", metavar="ENV", help="environment id (e.g. Sokoban-v0) or family")
-    parser.add_argument(
-        "--seed",
-        type=_non_negative_int,
-        metavar="N",
-        help="seed of the episode (same seed, same puzzle); random if not given",
-    )
-    parser.add_argument(
-        "--max-turns",
-        type=_positive_int,
-        metavar="N",
-        help="end the episode after N turns (default: the environment's own limit)",
-    )
-    parser.set_defaults(handler=run_play)
-
-
-def _add_check_command(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
-        "check",
-        help="Check an environment: Gymnasium's env checker, random and oracle episodes.",
-        description="Check an environment: run gymnasium's check_env on it, then episodes of a "
-        "random policy and of the family's oracle, and report success rate, valid-action rate, "
-        "mean return and mean turns. Exits 0 if check_env passes and the oracle (where the "
-        f"family has one) solves at least {ORACLE_SUCCESS_THRESHOLD:.0%} of its episodes, "
-        "else 1. With --reward, the episodes are the oracle's and those of replies that ignore "
-        "the task (rollenv.check_reward), and the check also fails when such a reply earns "
-        "more than the env's tolerance.",
-        epilog=f"Run '{PROG} envs' for the environment ids.",
-    )
-    parser.add_argument(
-        "env", metavar="ENV", nargs="*", help="environment ids (e.g. Sokoban-v0) or families"
-    )
-    parser.add_argument(
-        "--all",
-        action="store_true",
-        help="every registered id (with --reward: every id whose family has an oracle)",
-    )
-    parser.add_argument(
-        "--reward",
-        action="store_true",
-        help="check that replies ignoring the task (copied question, empty answer, code stubs, "
-        "...) earn nothing, against the oracle",
-    )
-    parser.add_argument(
-        "--episodes",
-        type=_positive_int,
-        default=50,
-        metavar="N",
-        help="episodes per policy (default: 50)",
-    )
-    parser.add_argument(
-        "--seed",
-        type=_non_negative_int,
-        default=0,
-        metavar="S",
-        help="episode i is reset with seed S+i (default: 0)",
-    )
-    parser.set_defaults(handler=run_check)
 
 
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -204,7 +84,7 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", help="a YAML config instead of the preset")
     parser.add_argument("--model", help="smollm2-135m (default), tiny-random, or a model folder")
     parser.add_argument("--output", metavar="DIR", help="the run folder (train.output_dir)")
-    parser.add_argument("--seed", type=_integer, help="train.seed")
+    parser.add_argument("--seed", type=integer, help="train.seed")
     parser.add_argument(
         "--set",
         action="append",
@@ -229,7 +109,7 @@ def _add_train_command(commands: argparse._SubParsersAction) -> None:
         choices=["starpo", "grpo", "gigpo", "ppo", "rloo", "reinforce++", "raft"],
         help="the algorithm (ppo switches to full context)",
     )
-    parser.add_argument("--steps", type=_positive_int, help="train.steps")
+    parser.add_argument("--steps", type=positive_int, help="train.steps")
     parser.add_argument(
         "--resume", action="store_true", help="continue from the newest checkpoint of the run"
     )
@@ -256,7 +136,7 @@ def _add_sft_command(commands: argparse._SubParsersAction) -> None:
         f"Needs the [train] extra: {INSTALL_COMMANDS['train']}",
     )
     _add_run_options(parser)
-    parser.add_argument("--episodes", type=_positive_int, help="sft.episodes")
+    parser.add_argument("--episodes", type=positive_int, help="sft.episodes")
     parser.set_defaults(handler=run_sft)
 
 
@@ -276,9 +156,9 @@ def _add_serve_command(commands: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--name", help="the model id clients send (default: --model)")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    parser.add_argument("--port", type=_non_negative_int, default=8000, help="port (8000)")
+    parser.add_argument("--port", type=non_negative_int, default=8000, help="port (8000)")
     parser.add_argument(
-        "--max-batch-size", type=_positive_int, default=64, help="sequences decoded at once"
+        "--max-batch-size", type=positive_int, default=64, help="sequences decoded at once"
     )
     parser.add_argument(
         "--dtype", choices=["float32", "bfloat16"], default="float32", help="weights' dtype"
@@ -366,397 +246,6 @@ def _warnings_as_one_line() -> Iterator[None]:
         yield
 
 
-def _env_spec(env_id: str) -> EnvSpec:
-    """The spec of ``env_id``, or a ``UsageError`` naming the closest registered ids."""
-    import rollenv
-
-    try:
-        return rollenv.spec(env_id)
-    except rollenv.UnknownEnvError as error:
-        raise UsageError(str(error)) from None
-
-
-# ---------------------------------------------------------------------------------- envs
-def run_envs(args: argparse.Namespace) -> int:
-    """``roll-agent envs``: prints the registry as a table."""
-    import rollenv
-
-    specs = list(rollenv.registry.values())
-    if args.family is not None:
-        specs = _specs_of_family(specs, args.family)
-    rows = [
-        [
-            spec.id,
-            spec.family or "-",
-            "-" if spec.max_episode_steps is None else str(spec.max_episode_steps),
-            spec.description,
-        ]
-        for spec in specs
-    ]
-    print_table(
-        ["id", "family", "max turns", "description"],
-        rows,
-        title="rollenv environments",
-        no_wrap_columns=1,
-    )
-    return 0
-
-
-def _specs_of_family(specs: list[EnvSpec], family: str) -> list[EnvSpec]:
-    chosen = [spec for spec in specs if (spec.family or "").lower() == family.lower()]
-    if not chosen:
-        families = sorted({spec.family for spec in specs if spec.family})
-        raise UsageError(
-            f"no environment family {family!r}; families: {', '.join(families) or '(none)'}"
-        )
-    return chosen
-
-
-# ---------------------------------------------------------------------------------- play
-@dataclass
-class _PlayTally:
-    """What a person's episode has given so far."""
-
-    turns: int = 0
-    total_reward: float = 0.0
-    invalid_actions: int = 0
-
-    def summary(self) -> str:
-        return (
-            f"Total reward {self.total_reward:.2f} in {self.turns} "
-            f"{'turn' if self.turns == 1 else 'turns'}; "
-            f"invalid actions: {self.invalid_actions} of {self.turns}."
-        )
-
-
-def run_play(args: argparse.Namespace) -> int:
-    """``roll-agent play``: a person plays one episode, reading moves from stdin."""
-    import rollenv
-    from rollenv.policies import text_env_of
-
-    spec = _env_spec(args.env)
-    make_options = {} if args.max_turns is None else {"max_episode_steps": args.max_turns}
-    env = rollenv.make(spec.id, **make_options)
-    text_env = text_env_of(env)
-    seed = random.randrange(1 << 31) if args.seed is None else args.seed
-    observation, info = env.reset(seed=seed)
-
-    print(f"{spec.id}, seed {seed} (replay this episode with --seed {seed})\n")
-    print(info["instruction"])
-    actions = ", ".join(text_env.action_words)
-    print(f"\nType an action ({actions}) or a full reply; q quits.\n")
-    print(observation)
-
-    tally = _PlayTally()
-    while True:
-        typed = _read_move()
-        if typed is None or typed.lower() in QUIT_WORDS:
-            print(f"\nQuit. {tally.summary()}")
-            return 0
-        if not typed:
-            continue
-        reply = typed if "<" in typed else text_env.answer_format.wrap(typed)
-        observation, reward, terminated, truncated, info = env.step(reply)
-        metrics = info["metrics"]
-        tally.turns += 1
-        tally.total_reward += reward
-        tally.invalid_actions += not metrics["action_is_valid"]
-        print(_step_line(reward, metrics, reply, actions))
-        print(observation)
-        if terminated or truncated:
-            print(f"\n{_episode_end_line(metrics['success'], terminated)} {tally.summary()}")
-            return 0
-
-
-def _read_move() -> str | None:
-    """The next line the person typed, stripped, or ``None`` at end of input."""
-    prompt = "your move> " if sys.stdin.isatty() else ""
-    try:
-        return input(prompt).strip()
-    except EOFError:
-        return None
-
-
-def _step_line(reward: float, metrics: dict[str, Any], reply: str, actions: str) -> str:
-    valid = metrics["action_is_valid"]
-    line = (
-        f"reward {reward:+.2f} | valid: {_yes_no(valid)} | "
-        f"effective: {_yes_no(metrics['action_is_effective'])} | "
-        f"success: {_yes_no(metrics['success'])}"
-    )
-    if not valid:
-        line += f"  (invalid action: could not read an action from {reply!r}; actions: {actions})"
-    return line
-
-
-def _yes_no(flag: bool) -> str:
-    return "yes" if flag else "no"
-
-
-def _episode_end_line(success: bool, terminated: bool) -> str:
-    if success:
-        return "Solved!"
-    if terminated:
-        return "Episode over: failed."
-    return "Episode over: out of turns, not solved."
-
-
-# ---------------------------------------------------------------------------------- check
-@dataclass(frozen=True)
-class PolicyReport:
-    """How one policy did over a run of episodes."""
-
-    policy: str
-    episodes: int
-    success_rate: float
-    valid_action_rate: float
-    mean_return: float
-    mean_turns: float
-
-    @classmethod
-    def of(cls, policy: str, results: Sequence[EpisodeResult]) -> PolicyReport:
-        turns = sum(result.turns for result in results)
-        valid = sum(result.valid_turns for result in results)
-        return cls(
-            policy=policy,
-            episodes=len(results),
-            success_rate=statistics.fmean(result.success for result in results),
-            valid_action_rate=valid / turns if turns else 0.0,
-            mean_return=statistics.fmean(result.total_reward for result in results),
-            mean_turns=statistics.fmean(result.turns for result in results),
-        )
-
-    def row(self) -> list[str]:
-        return [
-            self.policy,
-            str(self.episodes),
-            f"{self.success_rate:.1%}",
-            f"{self.valid_action_rate:.1%}",
-            f"{self.mean_return:.2f}",
-            f"{self.mean_turns:.1f}",
-        ]
-
-
-def run_check(args: argparse.Namespace) -> int:
-    """``roll-agent check``: each env's checks in turn; 0 if all of them pass."""
-    import rollenv
-    from rollenv.policies import has_oracle
-
-    if args.all == bool(args.env):
-        raise UsageError("name the environments to check, or give --all (not both)")
-    if args.all:
-        specs = [spec for _, spec in sorted(rollenv.registry.items())]
-        if args.reward:
-            specs = [spec for spec in specs if has_oracle(spec)]
-    else:
-        specs = [_env_spec(env_id) for env_id in args.env]  # every id checked before any runs
-    statuses, reports = [], []
-    for index, spec in enumerate(specs):
-        if index:
-            print()
-        if args.reward:
-            status, report = _check_reward(spec, args)
-            reports.append(report)
-        else:
-            status = _check_policies(spec, args)
-        statuses.append(status)
-    if len(reports) > 1:
-        print()
-        print_table(
-            [
-                "env",
-                "seeds",
-                "oracle success",
-                "best-paid task-ignoring reply: mean return",
-                "of oracle",
-                "best success",
-                "random baseline",
-                "verdict",
-            ],
-            [_reward_summary_row(report) for report in reports if report is not None],
-            title="Replies that ignore the task, against the oracle (rollenv.check_reward)",
-            no_wrap_columns=2,
-        )
-    return max(statuses)
-
-
-def _baseline_text(baseline: Any) -> str:
-    share = "" if baseline.share is None else f", {baseline.share:.0%} of oracle"
-    return f"{baseline.success_rate:.1%} success{share}"
-
-
-def _reward_summary_row(report: Any) -> list[str]:
-    """One line of the summary: the oracle, the best-paid task-ignoring reply, the baseline."""
-    counted = [p for p in report.probes if p.counted]
-    best = max(counted, key=lambda p: p.mean_return)
-    share = best.share
-    baseline = report.random_baseline
-    return [
-        report.env_id,
-        str(len(report.seeds)),
-        f"{report.oracle.success_rate:.1%}",
-        f"{best.mean_return:.3f} ({best.name})",
-        "n/a" if share is None else f"{share:.1%}",
-        f"{max(p.success_rate for p in counted):.1%}",
-        "n/a" if baseline is None else _baseline_text(baseline),
-        "PASS" if report.passed else "GAMEABLE: " + ", ".join(p.name for p in report.gaming),
-    ]
-
-
-def _check_reward(spec: EnvSpec, args: argparse.Namespace) -> tuple[int, Any]:
-    """``check --reward``: ``check_env``, then ``rollenv.check_reward``'s table.
-
-    Returns:
-        The exit status and the ``RewardReport`` (``None`` where there was no oracle).
-    """
-    import rollenv
-
-    env = rollenv.make(spec.id)
-    print(f"Checking the reward of {spec.id}: {args.episodes} seeds from {args.seed}.")
-    check_error = _check_env_error(rollenv.make(spec.id))
-    print("check_env: passed" if check_error is None else f"check_env: FAILED: {check_error}")
-    seeds = range(args.seed, args.seed + args.episodes)
-    try:
-        with episode_progress(total=args.episodes, unit="seeds") as advance:
-            # check_reward reports once per seed, when every reply has played it
-            report = rollenv.check_reward(
-                env, seeds, raise_on_failure=False, progress=lambda _: advance("oracle and probe")
-            )
-    except NotImplementedError as error:
-        print(f"FAIL: no oracle to compare rewards with ({error}).")
-        return 1, None
-    finally:
-        env.close()
-    print_table(
-        ["reply", "episodes", "mean return", "of oracle", "success", "verdict"],
-        report.rows(),
-        title=f"{spec.id}: replies that ignore the task, against the oracle",
-        no_wrap_columns=1,
-    )
-    tolerance = report.tolerance
-    limits = (
-        f"at most {tolerance.max_share:.0%} of the oracle's return and "
-        f"{tolerance.max_success:.0%} success"
-    )
-    baseline = report.random_baseline
-    if baseline is not None:
-        print(
-            f"random action words (baseline, not judged): {baseline.success_rate:.1%} success, "
-            f"mean return {baseline.mean_return:.3f}"
-        )
-    oracle_solves = report.oracle.success_rate
-    passed = check_error is None and report.passed
-    if report.passed:
-        verdict = f"every task-ignoring reply within the tolerance ({limits})"
-    else:
-        names = ", ".join(repr(p.name) for p in report.gaming)
-        verdict = f"replies that ignore the task earn reward: {names} (tolerance: {limits})"
-    if check_error is not None:
-        verdict = "check_env failed; " + verdict
-    print(f"{'PASS' if passed else 'FAIL'}: {verdict}; the oracle solved {oracle_solves:.1%}.")
-    return (0 if passed else 1), report
-
-
-def _check_policies(spec: EnvSpec, args: argparse.Namespace) -> int:
-    """``check``: ``check_env``, then random and oracle episodes; 0 if all is well."""
-    import rollenv
-    from rollenv.policies import RandomPolicy, oracle_for
-
-    env = rollenv.make(spec.id)
-    print(f"Checking {spec.id}: {args.episodes} episodes per policy, seeds from {args.seed}.")
-
-    check_error = _check_env_error(rollenv.make(spec.id))  # its own instance: it may close it
-    print("check_env: passed" if check_error is None else f"check_env: FAILED: {check_error}")
-
-    policies: dict[str, Callable[[int], Policy]] = {
-        "random": lambda seed: RandomPolicy(env, seed=seed)
-    }
-    try:
-        oracle_for(env)
-        policies["oracle"] = lambda seed: oracle_for(env)
-    except NotImplementedError as error:
-        print(f"oracle: no oracle ({error})")
-
-    reports = _run_policies(env, policies, args.episodes, args.seed)
-    print_table(
-        ["policy", "episodes", "success rate", "valid-action rate", "mean return", "mean turns"],
-        [report.row() for report in reports],
-        title=spec.id,
-    )
-    oracle = next((report for report in reports if report.policy == "oracle"), None)
-    random_report = reports[0]
-    deterministic = getattr(env.unwrapped, "deterministic", True)
-    passed = check_error is None and _oracle_ok(oracle, random_report, deterministic)
-    print(_check_verdict(passed, check_error, oracle, random_report, deterministic))
-    return 0 if passed else 1
-
-
-def _oracle_ok(
-    oracle: PolicyReport | None, random_report: PolicyReport, deterministic: bool
-) -> bool:
-    """A deterministic env's oracle must solve 90%; a stochastic env's must beat random."""
-    if oracle is None:
-        return True
-    if deterministic:
-        return oracle.success_rate >= ORACLE_SUCCESS_THRESHOLD
-    return oracle.success_rate > random_report.success_rate
-
-
-def _check_env_error(env: gym.Env) -> str | None:
-    """Runs Gymnasium's ``check_env`` on the unwrapped env; returns its error, or ``None``."""
-    from gymnasium.utils.env_checker import check_env
-
-    try:
-        check_env(env.unwrapped)
-    except Exception as error:  # noqa: BLE001 - any failure of the env is the report
-        return f"{type(error).__name__}: {error}"
-    return None
-
-
-def _run_policies(
-    env: gym.Env,
-    policies: dict[str, Callable[[int], Policy]],
-    episodes: int,
-    first_seed: int,
-) -> list[PolicyReport]:
-    """Runs ``episodes`` episodes of each policy (episode i: seed ``first_seed + i``)."""
-    from rollenv.policies import run_episode
-
-    reports = []
-    with episode_progress(total=episodes * len(policies)) as advance:
-        for name, make_policy in policies.items():
-            results = []
-            for seed in range(first_seed, first_seed + episodes):
-                results.append(run_episode(env, make_policy(seed), seed=seed))
-                advance(name)
-            reports.append(PolicyReport.of(name, results))
-    return reports
-
-
-def _check_verdict(
-    passed: bool,
-    check_error: str | None,
-    oracle: PolicyReport | None,
-    random_report: PolicyReport,
-    deterministic: bool,
-) -> str:
-    reasons = []
-    if check_error is not None:
-        reasons.append("check_env failed")
-    if oracle is None:
-        reasons.append("no oracle to prove the env solvable")
-    else:
-        solved = f"the oracle solved {oracle.success_rate:.1%} of {oracle.episodes} episodes"
-        if deterministic:
-            reasons.append(f"{solved} (needs >= {ORACLE_SUCCESS_THRESHOLD:.0%})")
-        else:
-            reasons.append(
-                f"{solved} (a stochastic env: needs more than random's "
-                f"{random_report.success_rate:.1%})"
-            )
-    return ("PASS: " if passed else "FAIL: ") + "; ".join(reasons) + "."
-
-
 # ---------------------------------------------------------------------------------- train, sft
 def run_train(args: argparse.Namespace) -> int:
     """``roll-agent train``: builds the config and runs the pipeline."""
@@ -780,84 +269,6 @@ def _run_with_config(args: argparse.Namespace, function: str) -> int:
         return getattr(launch, function)(args)
     except (ConfigError, UnknownEnvError, ModelLoadError) as error:
         raise UsageError(str(error)) from None
-
-
-# ---------------------------------------------------------------------------------- output
-def print_table(
-    columns: list[str], rows: list[list[str]], *, title: str, no_wrap_columns: int = 0
-) -> None:
-    """Prints a table with ``rich`` on a terminal, else (or without rich) as plain aligned text.
-
-    Args:
-        columns: the column headers.
-        rows: the cells, one list of strings per row.
-        title: shown above the table.
-        no_wrap_columns: how many leading columns are never wrapped or cut (e.g. ids).
-    """
-    try:
-        if not sys.stdout.isatty():  # logs and pipes get every cell whole, at any width
-            raise ImportError
-        from rich.console import Console
-        from rich.table import Table
-    except ImportError:
-        print(_plain_table(columns, rows, title=title))
-        return
-    table = Table(title=title)
-    for index, column in enumerate(columns):
-        if index < no_wrap_columns:
-            width = max(len(cell) for cell in [column, *(row[index] for row in rows)])
-            table.add_column(column, no_wrap=True, min_width=width)
-        else:
-            table.add_column(column)
-    for row in rows:
-        table.add_row(*row)
-    Console().print(table)
-
-
-def _plain_table(columns: list[str], rows: list[list[str]], *, title: str) -> str:
-    widths = [
-        max(len(cell) for cell in [column, *(row[i] for row in rows)])
-        for i, column in enumerate(columns)
-    ]
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True))
-
-    body = [line(columns), line(["-" * width for width in widths]), *map(line, rows)]
-    return "\n".join([title, *(text.rstrip() for text in body)])
-
-
-@contextlib.contextmanager
-def episode_progress(total: int, unit: str = "episodes") -> Iterator[Callable[[str], None]]:
-    """Shows progress over ``total`` episodes (or other ``unit``s) on stderr, on a terminal.
-
-    Yields:
-        ``advance(policy_name)``, to call after each episode.
-    """
-    if not sys.stderr.isatty():
-        yield lambda policy: None
-        return
-    try:
-        from rich.console import Console
-        from rich.progress import Progress
-    except ImportError:
-        yield from _plain_progress(total, unit)
-        return
-    with Progress(transient=True, console=Console(stderr=True)) as progress:
-        task = progress.add_task(unit, total=total)
-        yield lambda policy: progress.update(task, advance=1, description=f"{policy} {unit}")
-
-
-def _plain_progress(total: int, unit: str) -> Iterator[Callable[[str], None]]:
-    done = 0
-
-    def advance(policy: str) -> None:
-        nonlocal done
-        done += 1
-        print(f"\r{policy} {unit}: {done}/{total}", end="", file=sys.stderr, flush=True)
-
-    yield advance
-    print(file=sys.stderr)
 
 
 if __name__ == "__main__":

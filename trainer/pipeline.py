@@ -47,19 +47,11 @@ from trainer.metrics import MetricsLogger
 from trainer.models import load_model
 from trainer.rollout.env_manager import EnvManager
 from trainer.rollout.trajectory import Trajectory
-from trainer.strategies.torch_strategy import LossSettings, TorchStrategy
+from trainer.seeds import step_seeds
+from trainer.strategies.from_config import build_strategy, resolve_device
 
 if TYPE_CHECKING:
     from trainer.rollout.ray_rollouts import RayRollouts
-
-#: training seeds start here, evaluation seeds are 0, 1, 2, ...: the two never meet
-TRAIN_SEED_BASE = 1_000_000
-
-
-def step_seeds(seed: int, step: int, groups: int) -> list[int]:
-    """The reset seeds of a training step's groups (the run's data order)."""
-    rng = random.Random(f"{seed}-{step}")
-    return [rng.randrange(TRAIN_SEED_BASE, 2**31) for _ in range(groups)]
 
 
 def action_token_ids(tokenizer: Any, words: tuple[str, ...]) -> tuple[int, ...]:
@@ -73,45 +65,6 @@ def action_token_ids(tokenizer: Any, words: tuple[str, ...]) -> tuple[int, ...]:
     if any(len(tokens) > 1 for tokens in encoded):
         ids.add(tokenizer.eos_token_id)
     return tuple(sorted(ids))
-
-
-def resolve_device(setting: str) -> torch.device:
-    """``auto`` is the GPU when there is one, else the CPU; ``cuda`` without a GPU is an error."""
-    if setting == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("train.device=cuda but torch sees no GPU; use auto or cpu")
-    if setting == "auto":
-        setting = "cuda" if torch.cuda.is_available() else "cpu"
-    return torch.device(setting)
-
-
-def build_strategy(
-    config: Config, model: torch.nn.Module, pad_id: int, *, lr: float | None = None
-) -> TorchStrategy:
-    """The torch strategy a config describes (``lr`` overrides ``optim.lr``, as SFT does)."""
-    algorithm = config.algorithm
-    return TorchStrategy(
-        model,
-        pad_id=pad_id,
-        loss=LossSettings(
-            clip_low=algorithm.clip_low,
-            clip_high=algorithm.clip_high,
-            dual_clip=algorithm.dual_clip,
-            aggregation=algorithm.aggregation,
-            kl_coef=algorithm.kl_coef,
-            kl_estimator=algorithm.kl_estimator,
-            kl_in_loss=algorithm.kl_mode == "loss",
-            entropy_coef=algorithm.entropy_coef,
-            value_coef=algorithm.value_coef,
-            temperature=max(config.sampling.temperature, 1e-6),
-        ),
-        lr=config.optim.lr if lr is None else lr,
-        weight_decay=config.optim.weight_decay,
-        grad_clip=config.optim.grad_clip,
-        micro_batch_tokens=config.optim.micro_batch_tokens,
-        lora=config.model.lora,
-        value_head=algorithm.name == "ppo",
-        reference=algorithm.kl_coef > 0,
-    )
 
 
 def rollout_metrics(trajectories: list[Trajectory], prefix: str) -> dict[str, float]:

@@ -27,9 +27,10 @@ from trainer.config import Config
 from trainer.credit import samples_of
 from trainer.metrics import MetricsLogger
 from trainer.models import load_model
-from trainer.pipeline import build_strategy, resolve_device, step_seeds
 from trainer.rollout.env_manager import EnvManager
 from trainer.rollout.trajectory import Sample
+from trainer.seeds import step_seeds
+from trainer.strategies.from_config import build_strategy, resolve_device
 
 
 def sft_dir(config: Config) -> Path:

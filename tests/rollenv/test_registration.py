@@ -100,7 +100,6 @@ def test_a_thread_reading_the_registry_while_another_loads_plugins_waits_for_the
         run("late", lambda: registry.add(spec))
         return []
 
-    monkeypatch.setattr(registration, "_register_builtin_envs", lambda: None)
     monkeypatch.setattr(registration, "load_plugins", slow_plugins)
     loader = threading.Thread(target=registry.load_plugins)
     loader.start()

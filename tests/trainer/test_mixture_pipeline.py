@@ -10,8 +10,9 @@ import pytest
 
 from rollenv.mixture import MixtureEnv
 from trainer.config import ConfigError, load_config
-from trainer.pipeline import Pipeline, rollout_metrics, step_seeds
+from trainer.pipeline import Pipeline, rollout_metrics
 from trainer.rollout.trajectory import Trajectory, Turn
+from trainer.seeds import step_seeds
 
 # two cheap envs with the same action words, replies constrained to them (as test_pipeline's BASE)
 MIX = {

@@ -31,6 +31,7 @@ from trainer.generation.fleet import GeneratorFleet
 from trainer.rollout.env_actor import launch_env_managers
 from trainer.rollout.scheduler import RolloutScheduler
 from trainer.rollout.trajectory import Trajectory
+from trainer.seeds import step_seeds
 
 __all__ = ["RayRollouts"]
 
@@ -107,8 +108,6 @@ class RayRollouts:
 
     def _group_seed(self, number: int) -> int:
         """The reset seed of the run's ``number``-th training group (its data order)."""
-        from trainer.pipeline import step_seeds
-
         groups = self.config.env.groups_per_step
         step, index = divmod(number, groups)
         return step_seeds(self.config.train.seed, step + 1, groups)[index]
