@@ -51,12 +51,11 @@ import math
 import random
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import torch
-from provenance import write_report
+from report import RESULTS_DIR, add_common_arguments, parse_arguments, write_report
 from table import print_table
 
 from trainer.generation import ContinuousGenerator, SamplingParams
@@ -66,7 +65,6 @@ from trainer.rollout.env_actor import launch_env_managers
 from trainer.rollout.env_manager import EnvManager
 from trainer.rollout.scheduler import RolloutScheduler
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 GOAL = 2.72  # ROLL Flash's agentic speed-up
 
 
@@ -168,6 +166,7 @@ class SlowEnvs:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line: this benchmark's flags, ``--json`` and ``--quick``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="tiny-random")
     parser.add_argument("--env", default="Sokoban-v0")
@@ -199,15 +198,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=3,
         help="seed sets played (each a new set of draws); the ratio is over all of them",
     )
-    parser.add_argument("--quick", action="store_true", help="fewer groups, under 2 minutes")
-    parser.add_argument(
-        "--json", type=Path, default=REPO_ROOT / "benchmarks" / "results" / "async_rollout.json"
+    add_common_arguments(
+        parser,
+        default_json=RESULTS_DIR / "async_rollout.json",
+        quick="1 seed set of 2 steps of 8 groups, 2 env actors (about a minute)",
     )
-    args = parser.parse_args(argv)
-    if args.quick:
-        args.groups, args.steps, args.env_actors, args.envs_per_actor = 8, 2, 2, 16
-        args.repeats = 1
-    return args
+    return parse_arguments(
+        parser,
+        argv,
+        {"groups": 8, "steps": 2, "env_actors": 2, "envs_per_actor": 16, "repeats": 1},
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -325,7 +325,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         left_columns=1,
     )
     report = {
-        **{k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        **vars(args),
         "episodes_per_set": episodes,
         "env_slots": env_slots,
         "seed_sets": [steps[0][0] for steps in seed_sets],
@@ -338,7 +338,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "ratio": ratio[top],
         "goal": GOAL,
     }
-    write_report(args.json, report, ("rollenv", "torch", "ray"))
+    write_report(args.json, report, ("torch", "ray"))
     verdict = "PASS" if ratio[top] >= GOAL else "FAIL"
     print(f"ratio at async_generation_ratio {top} (goal >= {GOAL}x): {ratio[top]:.2f}x {verdict}")
     return 0

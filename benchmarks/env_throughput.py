@@ -61,7 +61,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
 import os
 import platform
 import random
@@ -71,11 +70,10 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from provenance import library_versions, machine_info
+from report import RESULTS_DIR, add_common_arguments, parse_arguments, write_report
 from table import print_table
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -786,15 +784,12 @@ def print_comparison(ratios: Sequence[dict[str, Any]], goals: Sequence[dict[str,
         )
 
 
-# --------------------------------------------------------------------------- provenance
 # --------------------------------------------------------------------------- main
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line: this benchmark's flags, ``--json`` and ``--quick``."""
     parser = argparse.ArgumentParser(
         description="Resets/s, reset latency and steps/s (with text) of rollenv's Sokoban and "
         "FrozenLake envs and of gym-sokoban, GEM and TextArena."
-    )
-    parser.add_argument(
-        "--quick", action="store_true", help="small counts: the whole run takes about a minute"
     )
     parser.add_argument(
         "--repeats",
@@ -803,19 +798,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="measurements per env; the median is reported (default 3)",
     )
     parser.add_argument(
-        "--json",
-        type=Path,
-        default=REPO_ROOT / "benchmarks" / "results" / "env_throughput.json",
-        help="where to write every raw number (default benchmarks/results/env_throughput.json)",
-    )
-    parser.add_argument(
         "--only",
         choices=("ours", "peers", "all", "webshop"),
         default="all",
         help="measure only rollenv, only the peers, both (default), or only WebShop "
         "(text and HTML modes; part of 'ours' and 'all')",
     )
-    args = parser.parse_args(argv)
+    add_common_arguments(
+        parser,
+        default_json=RESULTS_DIR / "env_throughput.json",
+        quick="100 resets (20 of large levels) and at most 2,000 steps or 1 s per env "
+        "(about a minute)",
+    )
+    args = parse_arguments(parser, argv)
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
     return args
@@ -860,23 +855,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         print_webshop(webshop, args.repeats)
 
     report = {
-        "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
         "mode": mode,
         "repeats": args.repeats,
         "budget": asdict(budget),
         "peer_max_turns": PEER_MAX_TURNS,
-        "machine": machine_info(),
-        "versions": library_versions(
-            ("rollenv", "gym-sokoban", "gym", "gem-llm", "textarena", "gymnasium", "numpy")
-        ),
         "results": [asdict(row) for row in rows],
         "ratios": ratios,
         "goals": goals,
         "webshop": webshop,
     }
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n")
-    print(f"\nraw numbers: {args.json}")
+    print()
+    write_report(
+        args.json, report, ("gym-sokoban", "gym", "gem-llm", "textarena", "gymnasium", "numpy")
+    )
     return 0
 
 

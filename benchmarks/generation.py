@@ -50,15 +50,13 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import statistics
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import torch
-from provenance import library_versions, machine_info
+from report import RESULTS_DIR, add_common_arguments, parse_arguments, write_report
 from table import print_table
 
 from rollenv.policies import oracle_for
@@ -66,7 +64,6 @@ from trainer.generation import ContinuousGenerator, GenerationOutput, SamplingPa
 from trainer.models import load_model
 from trainer.rollout.env_manager import EnvManager
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 GOAL = 4.0
 BASELINE = "HF generate"
 
@@ -195,6 +192,7 @@ def time_weight_sync(engine: Any, state_dict: dict, repeats: int = 3) -> float:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line: this benchmark's flags, ``--json`` and ``--quick``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="smollm2-135m")
     parser.add_argument("--env", default="SimpleSokoban-v0")
@@ -210,17 +208,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--hf-bfloat16", action="store_true", help="also time HF generate on a bfloat16 model"
     )
-    parser.add_argument("--quick", action="store_true", help="tiny-random model, 1 repeat")
-    parser.add_argument(
-        "--json", type=Path, default=REPO_ROOT / "benchmarks" / "results" / "generation.json"
+    add_common_arguments(
+        parser,
+        default_json=RESULTS_DIR / "generation.json",
+        quick="tiny-random model, 1 repeat (seconds)",
     )
-    args = parser.parse_args(argv)
+    args = parse_arguments(parser, argv, {"model": "tiny-random", "repeats": 1})
     args.dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()]
     unknown = sorted(set(args.dtypes) - {"float32", "bfloat16"})
     if unknown or not args.dtypes:
         parser.error(f"--dtypes: {unknown or 'none given'}; allowed: float32, bfloat16")
-    if args.quick:
-        args.model, args.repeats = "tiny-random", 1
     return args
 
 
@@ -315,17 +312,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "dtypes": args.dtypes,
         "repeats": args.repeats,
         "torch_threads": torch.get_num_threads(),
-        "machine": machine_info(),
-        "versions": library_versions(("rollenv", "torch", "transformers")),
         "multi_turn_rollout": rollout,
         "first_turn_only": single,
         "ratios": ratios,
         "weight_sync_seconds": sync,
         "goal": GOAL,
     }
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"raw numbers: {args.json}")
+    write_report(args.json, report, ("torch", "transformers"))
     return 0
 
 

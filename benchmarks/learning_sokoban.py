@@ -23,7 +23,7 @@ drawn with the preset's ``cell_separator``); FrozenLake-v0 its own defaults. Epi
 Run (from the repository root)::
 
     python benchmarks/learning_sokoban.py                   # the full recipe, about 1h25
-    python benchmarks/learning_sokoban.py --quick           # tiny-random, a few minutes
+    python benchmarks/learning_sokoban.py --quick           # tiny-random, about 2 minutes
     # the arms again (another recipe: --set ...) from an earlier run's SFT checkpoint,
     # its base and SFT points copied from that run's JSON (one command):
     python benchmarks/learning_sokoban.py --json new.json --png new.png
@@ -49,6 +49,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from report import RESULTS_DIR, add_common_arguments, parse_arguments, write_report
+from table import print_table
 
 import rollenv
 from trainer.config import Config, load_config
@@ -58,8 +60,21 @@ from trainer.rollout.env_manager import EnvManager
 from trainer.sft import OracleSFT
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+RUNS_DIR = REPO_ROOT / "runs" / "learning_sokoban"
+QUICK_RUNS_DIR = REPO_ROOT / "runs" / "learning_sokoban_quick"
+#: What ``--quick`` sets (besides the tiny-random model); flags given still win.
+QUICK_DEFAULTS = {
+    "budget_minutes": 1.0,
+    "sft_minutes": 0.25,
+    "eval_every_minutes": 0.5,
+    "eval_seeds": 8,
+    "transfer_seeds": 4,
+    "runs_dir": QUICK_RUNS_DIR,
+    "png": QUICK_RUNS_DIR / "learning_sokoban.png",
+}
 MAIN_ENV = "SimpleSokoban-v0"
 TRANSFER_ENVS = ("FrozenLake-v0", "LargerSokoban-v0")
+ALL_ENVS = (MAIN_ENV, *TRANSFER_ENVS)
 GOAL_SUCCESS = 0.35
 GOAL_MARGIN = 0.05
 
@@ -140,7 +155,15 @@ class Evaluator:
 
 
 class Recorder:
-    """Collects evaluation points and writes them to JSON as they come."""
+    """Collects evaluation points and writes them to JSON as they come.
+
+    Args:
+        path: the JSON report (``--json``).
+        header: the run's settings, written first.
+    """
+
+    #: Distributions whose versions the report records (besides rollenv's and Python's).
+    LIBRARIES = ("torch", "transformers", "peft")
 
     def __init__(self, path: Path, header: dict[str, Any]) -> None:
         self.path, self.header, self.points = path, header, []
@@ -156,10 +179,15 @@ class Recorder:
         self.write()
         return main.get("success")
 
-    def write(self, **summary: Any) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        report = {**self.header, "points": self.points, **summary}
-        self.path.write_text(json.dumps(report, indent=2) + "\n")
+    def write(self, summary: dict[str, Any] | None = None, *, announce: bool = False) -> None:
+        """Writes the header, every point so far and ``summary`` to the report.
+
+        Args:
+            summary: figures known at the end of the run.
+            announce: print where the report went (the last write does).
+        """
+        report = {**self.header, "points": self.points, **(summary or {})}
+        write_report(self.path, report, self.LIBRARIES, announce=announce)
 
 
 def plot(points: list[dict[str, Any]], path: Path, budget_minutes: float) -> None:
@@ -215,14 +243,26 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "core each, both within the same wall-clock budget)",
     )
     parser.add_argument("--set", action="append", default=[], help="config override key=value")
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "runs" / "learning_sokoban")
     parser.add_argument(
-        "--json", type=Path, default=REPO_ROOT / "benchmarks" / "results" / "learning_sokoban.json"
+        "--runs-dir",
+        type=Path,
+        default=RUNS_DIR,
+        metavar="DIR",
+        help="the run's folder: the SFT checkpoint, the metrics and the arms' own JSON "
+        f"(default: runs/{RUNS_DIR.name}; with --quick: runs/{QUICK_RUNS_DIR.name})",
     )
     parser.add_argument(
-        "--png", type=Path, default=REPO_ROOT / "benchmarks" / "results" / "learning_sokoban.png"
+        "--png",
+        type=Path,
+        default=RESULTS_DIR / "learning_sokoban.png",
+        help="the plot (default: benchmarks/results/learning_sokoban.png; with --quick: in "
+        "the runs folder)",
     )
-    parser.add_argument("--quick", action="store_true", help="tiny-random model, short budgets")
+    add_common_arguments(
+        parser,
+        default_json=RESULTS_DIR / "learning_sokoban.json",
+        quick="tiny-random model, 1 training minute of which 15 s SFT, 8 seeds (about 2 minutes)",
+    )
     parser.add_argument(
         "--from-sft",
         type=Path,
@@ -239,16 +279,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--sft-checkpoint", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--clock-start", type=float, default=0.0, help=argparse.SUPPRESS)
     parser.add_argument("--threads", type=int, default=0, help=argparse.SUPPRESS)
-    if "--quick" in (sys.argv[1:] if argv is None else argv):
-        # short defaults; flags given on the command line still win
-        parser.set_defaults(
-            budget_minutes=3.0,
-            sft_minutes=1.0,
-            eval_every_minutes=1.0,
-            eval_seeds=16,
-            transfer_seeds=8,
-        )
-    args = parser.parse_args(argv)
+    args = parse_arguments(parser, argv, QUICK_DEFAULTS)
     if (args.from_sft is None) != (args.from_json is None):
         parser.error("--from-sft and --from-json go together")
     if args.from_sft is not None and not (args.from_sft / "model").is_dir():
@@ -267,7 +298,7 @@ def base_overrides(args: argparse.Namespace) -> list[str]:
         "sft.before_rl=false",
         "sft.epochs=1",
         "sft.episodes=1000000",  # the clock, not the episode count, ends SFT
-        f"train.output_dir={args.out}",
+        f"train.output_dir={args.runs_dir}",
         "train.eval_every=0",
         "train.checkpoint_every=0",
         *args.set,
@@ -296,7 +327,7 @@ def run_arm(args: argparse.Namespace) -> int:
             [
                 *base_overrides(args),
                 f"model.name={args.sft_checkpoint / 'model'}",
-                f"train.output_dir={args.out / 'rl'}",
+                f"train.output_dir={args.runs_dir / 'rl'}",
             ],
         )
         pipeline = Pipeline(rl_config)
@@ -330,7 +361,9 @@ def run_arm(args: argparse.Namespace) -> int:
         )
         pipeline.metrics.close()
     else:
-        sft = OracleSFT(config, metrics_dir=args.out / "sft-only", resume_from=args.sft_checkpoint)
+        sft = OracleSFT(
+            config, metrics_dir=args.runs_dir / "sft-only", resume_from=args.sft_checkpoint
+        )
         evaluate = Evaluator.with_own_generator(config, sft.model, sft.tokenizer)
         while clock.now() < budget:
             sft.train(max_seconds=min(next_eval, budget) - clock.now())
@@ -348,7 +381,7 @@ def run_arm(args: argparse.Namespace) -> int:
             arm, clock.elapsed, evaluate(all_envs(args, args.eval_seeds)), sft_steps=sft.step
         )
         sft.close()
-    recorder.write(evaluation_seconds=evaluate.seconds)
+    recorder.write({"evaluation_seconds": evaluate.seconds}, announce=True)
     return 0
 
 
@@ -358,7 +391,7 @@ def run_sft(
     """Base point, ``--sft-minutes`` of SFT, SFT point, checkpoint. Returns the checkpoint, the
     training clock at its end (s), SFT success and the seconds spent evaluating."""
     clock = Stopwatch()
-    sft = OracleSFT(config, metrics_dir=args.out / "sft")
+    sft = OracleSFT(config, metrics_dir=args.runs_dir / "sft")
     evaluate = Evaluator.with_own_generator(config, sft.model, sft.tokenizer)
 
     clock.pause()
@@ -370,7 +403,7 @@ def run_sft(
     sft_results = evaluate(all_envs(args, args.eval_seeds))
     sft_success = recorder.add("SFT", clock.elapsed, sft_results, sft_steps=sft.step)
     clock.resume()
-    checkpoint = sft.save(args.out / "sft")
+    checkpoint = sft.save(args.runs_dir / "sft")
     sft.close()
     return checkpoint, clock.now(), sft_success, evaluate.seconds
 
@@ -407,6 +440,18 @@ def reuse_sft(
     return args.from_sft, sft["minutes"] * 60, sft["success"], seconds
 
 
+def summary_rows(points: Sequence[dict[str, Any]]) -> list[list[str]]:
+    """The summary table's rows: per arm (base, SFT, then the arms), in the order the points
+    came, its last point's training minutes and its last success on each env."""
+    rows = []
+    for arm in dict.fromkeys(point["arm"] for point in points):
+        last = {point["env"]: point for point in points if point["arm"] == arm}
+        clock = (last.get(MAIN_ENV) or next(iter(last.values())))["minutes"]
+        cells = [f"{last[env]['success']:.1%}" if env in last else "-" for env in ALL_ENVS]
+        rows.append([arm, f"{clock:.1f}", *cells])
+    return rows
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.run_arm:
@@ -435,7 +480,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         release_freed_memory()
 
-    arm_files = {arm: args.out / f"arm-{arm.replace(' ', '-')}.json" for arm in args.arms}
+    arm_files = {arm: args.runs_dir / f"arm-{arm.replace(' ', '-')}.json" for arm in args.arms}
     commands = {
         arm: [
             sys.executable,
@@ -460,8 +505,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             str(args.eval_seeds),
             "--transfer-seeds",
             str(args.transfer_seeds),
-            "--out",
-            str(args.out),
+            "--runs-dir",
+            str(args.runs_dir),
             *[item for s in args.set for item in ("--set", s)],
         ]
         for arm in args.arms
@@ -486,11 +531,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "final_success": finals,
         "evaluation_seconds": {"base_and_sft": base_and_sft_eval_seconds, **arm_eval_seconds},
     }
-    base_success = recorder.points[0]["success"]
-    print(f"\n{MAIN_ENV}, greedy, held-out seeds:")
-    print(f"  base: {base_success:.1%}  SFT ({sft_clock / 60:.1f} min): {sft_success:.1%}")
-    for arm, success in finals.items():
-        print(f"  {arm} at {args.budget_minutes:g} min: {success:.1%}")
+    print()
+    print_table(
+        ["point", "training min", *ALL_ENVS],
+        summary_rows(recorder.points),
+        f"Greedy success on held-out seeds ({args.eval_seeds} of {MAIN_ENV}, base "
+        f"{args.base_seeds}; {args.transfer_seeds} of the others)",
+    )
     if "RL" in finals:
         ok = finals["RL"] >= GOAL_SUCCESS
         print(f"  goal RL >= {GOAL_SUCCESS:.0%}: {'PASS' if ok else 'FAIL'}")
@@ -499,9 +546,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         verdict = "PASS" if margin >= GOAL_MARGIN else "FAIL"
         print(f"  RL - SFT only = {margin * 100:+.1f} points (goal >= +5): {verdict}")
         summary["rl_minus_sft_only"] = margin
-    recorder.write(**summary)
+    recorder.write(summary, announce=True)
     plot(recorder.points, args.png, args.budget_minutes)
-    print(f"raw numbers: {args.json}\nplot: {args.png}")
+    print(f"plot: {args.png}")
     return 0
 
 

@@ -1,7 +1,7 @@
-"""What a benchmark's JSON records about where it ran: the machine and the library versions.
+"""A benchmark's JSON report, with where and how it ran: the machine, versions and commit.
 
 The benchmarks run as scripts (``python benchmarks/<name>.py``), so they import this module by
-its bare name.
+its bare name (through ``report``, with the flags every benchmark shares).
 
 Example:
     >>> from provenance import library_versions, machine_info
@@ -16,12 +16,20 @@ from __future__ import annotations
 import json
 import os
 import platform
-from collections.abc import Iterable
+import shlex
+import subprocess
+import sys
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-__all__ = ["library_versions", "machine_info", "write_report"]
+__all__ = ["PROVENANCE_KEYS", "library_versions", "machine_info", "source_revision", "write_report"]
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+#: The keys :func:`write_report` adds to every report (a report of its own may not use them).
+PROVENANCE_KEYS = ("timestamp", "command", "revision", "machine", "versions")
 
 
 def library_versions(distributions: Iterable[str]) -> dict[str, str | None]:
@@ -52,9 +60,75 @@ def machine_info() -> dict[str, Any]:
     }
 
 
-def write_report(path: Path, report: dict[str, Any], libraries: Iterable[str]) -> None:
-    """Writes ``report`` as JSON to ``path`` with the machine and ``libraries``' versions."""
-    full = {**report, "machine": machine_info(), "versions": library_versions(libraries)}
+def source_revision(root: Path = REPO_ROOT) -> dict[str, Any] | None:
+    """The checkout's commit and whether tracked files differ from it (``None`` outside git).
+
+    Args:
+        root: a folder of the checkout (default: the one this file is in).
+
+    Returns:
+        ``{"commit": <full hash>, "changed": <bool>}``, or ``None`` where git is missing or
+        ``root`` is no git checkout.
+    """
+
+    def git(*arguments: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(root), *arguments],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
+        ).stdout.strip()
+
+    try:
+        commit = git("rev-parse", "HEAD")
+        changed = bool(git("status", "--porcelain", "--untracked-files=no"))
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {"commit": commit, "changed": changed}
+
+
+def write_report(
+    path: Path,
+    report: Mapping[str, Any],
+    libraries: Iterable[str] = (),
+    *,
+    announce: bool = True,
+) -> dict[str, Any]:
+    """Writes ``report`` as JSON to ``path``, with where and how it ran, and says where.
+
+    The folder is made if missing. Values JSON has no type for (a ``Path``, a ``datetime``) are
+    written as their ``str``.
+
+    Args:
+        path: the JSON file (a benchmark's ``--json``).
+        report: the benchmark's own figures and settings.
+        libraries: distributions whose versions matter to the figures (``rollenv`` and Python's
+            version are always recorded).
+        announce: print ``raw numbers: <path>`` (a benchmark that rewrites its report after
+            every point passes ``False`` but for the last write).
+
+    Returns:
+        What was written: ``report`` and the keys of :data:`PROVENANCE_KEYS`: ``timestamp``
+        (UTC), ``command`` (how the script was started), ``revision`` (see
+        :func:`source_revision`), ``machine`` (see :func:`machine_info`) and ``versions``.
+
+    Raises:
+        ValueError: ``report`` has a key of its own among :data:`PROVENANCE_KEYS`.
+    """
+    clashing = sorted(set(report) & set(PROVENANCE_KEYS))
+    if clashing:
+        raise ValueError(f"write_report adds {clashing} itself; the report may not set them")
+    full = {
+        **report,
+        "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": shlex.join([Path(sys.executable).name, *sys.argv]),
+        "revision": source_revision(),
+        "machine": machine_info(),
+        "versions": library_versions(dict.fromkeys(["rollenv", *libraries])),
+    }
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(full, indent=2) + "\n")
-    print(f"raw numbers: {path}")
+    path.write_text(json.dumps(full, indent=2, ensure_ascii=False, default=str) + "\n")
+    if announce:
+        print(f"raw numbers: {path}")
+    return full

@@ -70,13 +70,13 @@ installed CPU build)::
 
 Run (from the repository root)::
 
-    python benchmarks/trainer_step.py --model tiny-random      # a minute or two
+    python benchmarks/trainer_step.py --quick                  # tiny-random, about a minute
     python benchmarks/trainer_step.py                          # SmolLM2-135M + LoRA, minutes
     python benchmarks/trainer_step.py --full --repeats 3       # full fine-tuning
 
 It prints one table (seconds/update, peak MB, tokens/s per side), the ratio TRL / rollenv and
 the issue's goals (rollenv at least 1.5x faster, no more memory; PASS/FAIL, informational: the
-script exits 0 either way), and writes every raw number to JSON (``--out``).
+script exits 0 either way), and writes every raw number to JSON (``--json``).
 """
 
 from __future__ import annotations
@@ -96,11 +96,10 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from provenance import library_versions, machine_info
+from report import RESULTS_DIR, add_common_arguments, parse_arguments, write_report
 from table import print_table
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -615,6 +614,7 @@ def print_comparison(ratio: dict[str, Any] | None, goals: Sequence[dict[str, Any
 
 # --------------------------------------------------------------------------- main
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line: this benchmark's flags, ``--json`` and ``--quick``."""
     parser = argparse.ArgumentParser(
         description="Seconds and peak memory of one GRPO policy update: rollenv's TorchStrategy "
         "against TRL's GRPOTrainer, same model, batch and micro-batching."
@@ -646,15 +646,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--only", choices=("rollenv", "trl", "all"), default="all", help="which side to measure"
     )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=REPO_ROOT / "benchmarks" / "results" / "trainer_step.json",
-        help="where to write every raw number (default benchmarks/results/trainer_step.json)",
+    add_common_arguments(
+        parser,
+        default_json=RESULTS_DIR / "trainer_step.json",
+        quick="tiny-random model, 2 timed updates (about a minute; TRL's side too, where "
+        "it is installed)",
     )
     parser.add_argument("--worker", choices=tuple(SIDES), help=argparse.SUPPRESS)
     parser.add_argument("--worker-settings", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    args = parse_arguments(parser, argv, {"model": "tiny-random", "repeats": 2})
     if args.repeats < 1 or args.warmup < 0:
         parser.error("--repeats must be at least 1 and --warmup at least 0")
     if args.sequences % args.micro_batches or args.sequences % GROUP_SIZE:
@@ -703,20 +703,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ratio, goals = compare(results)
     print_comparison(ratio, goals)
 
-    report = {
-        "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
-        "settings": asdict(settings),
-        "machine": machine_info(),
-        "versions": library_versions(
-            ("rollenv", "torch", "transformers", "peft", "accelerate", "trl")
-        ),
-        "results": results,
-        "ratio": ratio,
-        "goals": goals,
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2, default=str) + "\n")
-    print(f"\nraw numbers: {args.out}")
+    report = {"settings": asdict(settings), "results": results, "ratio": ratio, "goals": goals}
+    print()
+    write_report(args.json, report, ("torch", "transformers", "peft", "accelerate", "trl"))
     return 0
 
 
