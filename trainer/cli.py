@@ -70,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_env_commands(commands)
     _add_train_command(commands)
     _add_sft_command(commands)
+    _add_eval_command(commands)
     _add_serve_command(commands)
     return parser
 
@@ -137,7 +138,26 @@ def _add_sft_command(commands: argparse._SubParsersAction) -> None:
     )
     _add_run_options(parser)
     parser.add_argument("--episodes", type=positive_int, help="sft.episodes")
+    parser.add_argument(
+        "--resume", action="store_true", help="continue the run's unfinished warm start"
+    )
     parser.set_defaults(handler=run_sft)
+
+
+def _add_eval_command(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "eval",
+        help="Evaluate a model: greedy episodes on an env's held-out seeds.",
+        description="Play greedy episodes of a model (a run's checkpoint model folder, or any "
+        "model --model takes) on seeds 0..N-1, the seeds a run's evaluations use, and print "
+        f"success, return and valid-action rate. Needs the [train] extra: "
+        f"{INSTALL_COMMANDS['train']}",
+    )
+    _add_run_options(parser)
+    parser.add_argument(
+        "--episodes", type=positive_int, default=32, help="episodes, one a seed (32)"
+    )
+    parser.set_defaults(handler=run_eval)
 
 
 def _add_serve_command(commands: argparse._SubParsersAction) -> None:
@@ -210,6 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return USAGE_ERROR
+    args.command_line = list(sys.argv[1:] if argv is None else argv)  # for the run summary
     try:
         with _warnings_as_one_line():
             return args.handler(args)
@@ -257,6 +278,12 @@ def run_sft(args: argparse.Namespace) -> int:
     """``roll-agent sft``: supervised warm start on oracle episodes."""
     require_extra("torch", "train")
     return _run_with_config(args, "run_sft")
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    """``roll-agent eval``: greedy episodes of a model on held-out seeds."""
+    require_extra("torch", "train")
+    return _run_with_config(args, "run_eval")
 
 
 def _run_with_config(args: argparse.Namespace, function: str) -> int:

@@ -244,6 +244,8 @@ class SftConfig(_Section):
     batch_sequences: int = Field(16, gt=0)
     # stop the warm start after this long even if episodes are left (None: no time limit)
     max_minutes: float | None = Field(None, gt=0.0)
+    # a warm-start checkpoint this often (and on Ctrl-C), so --resume loses at most this much
+    checkpoint_minutes: float = Field(5.0, gt=0.0)
 
 
 class Config(_Section):

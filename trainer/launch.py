@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import shlex
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import rollenv
 from trainer.config import Config, load_config, preset_names
+from trainer.library_output import quiet_library_output
+
+if TYPE_CHECKING:
+    from trainer.pipeline import Pipeline
+    from trainer.run_view import RunSummary
+    from trainer.stop_request import RunStopped
 
 
 def config_from_args(args: argparse.Namespace) -> Config:
@@ -23,9 +32,10 @@ def config_from_args(args: argparse.Namespace) -> Config:
     else:
         preset = None
         overrides.append(f"env.id={rollenv.spec(args.env).id}")
-    if args.algo:
-        overrides.append(f"algorithm.name={args.algo}")
-        if args.algo == "ppo" and not any(s.startswith("env.context=") for s in args.set):
+    algo = getattr(args, "algo", None)
+    if algo:
+        overrides.append(f"algorithm.name={algo}")
+        if algo == "ppo" and not any(s.startswith("env.context=") for s in args.set):
             overrides.append("env.context=full")  # the critic scores whole episodes
     for flag, key in (
         ("model", "model.name"),
@@ -44,25 +54,135 @@ def config_from_args(args: argparse.Namespace) -> Config:
 
 
 def run_train(args: argparse.Namespace) -> int:
-    from trainer.pipeline import Pipeline
+    """Runs the pipeline with the run view, library output in ``<run>/train.log``, and ends with
+    the summary (or, stopped in the warm start, how to resume)."""
+    from trainer.pipeline import Pipeline, plan_phases
+    from trainer.run_view import make_run_view
+    from trainer.stop_request import RunStopped, StopRequest
 
     config = config_from_args(args)
-    pipeline = Pipeline(config, resume=args.resume)
-    metrics = pipeline.run()
-    if metrics:
-        print(f"Done: step {pipeline.step}; run folder {pipeline.run_dir}")
+    run_dir = Path(config.train.output_dir)
+    view = make_run_view(
+        plan_phases(config, resume=args.resume),
+        title=f"roll-agent train · {config.env.id} · {config.model.name} · {run_dir}",
+    )
+    stop = StopRequest(view.message)
+    pipeline = None
+    try:
+        with quiet_library_output(run_dir / "train.log"):
+            pipeline = Pipeline(config, resume=args.resume, view=view, stop=stop)
+            pipeline.run()
+    except RunStopped as stopped:
+        view.close(_summary(args, config, None, stopped))
+        return 0
+    except BaseException:
+        view.close()
+        raise
+    view.close(_summary(args, config, pipeline))
     return 0
+
+
+def _summary(
+    args: argparse.Namespace,
+    config: Config,
+    pipeline: Pipeline | None,
+    stopped: RunStopped | None = None,
+) -> RunSummary:
+    """The run's evaluations, its newest checkpoint, and the commands that use it."""
+    from trainer.checkpoint import latest_checkpoint
+    from trainer.run_view import RunSummary
+
+    run_dir = Path(config.train.output_dir)
+    checkpoint = latest_checkpoint(run_dir)
+    resume = shlex.join(["roll-agent", *_without_resume(args.command_line), "--resume"])
+    if pipeline is None:  # stopped in the warm start
+        assert stopped is not None
+        return RunSummary(
+            stopped_early=True,
+            step=stopped.step,
+            best_eval=None,
+            final_eval=None,
+            checkpoint=stopped.checkpoint,
+            commands=(("resume", resume),),
+            phase=stopped.phase,
+        )
+    commands: list[tuple[str, str]] = []
+    if checkpoint is not None:
+        model = shlex.quote(str(checkpoint / "model"))
+        env = shlex.quote(args.env)
+        settings = "".join(
+            f" --set {shlex.quote(value)}"
+            for flag, value in zip(args.command_line, args.command_line[1:], strict=False)
+            if flag == "--set" and value.startswith("env.")
+        )
+        commands += [
+            ("evaluate", f"roll-agent eval --env {env} --model {model}{settings}"),
+            ("serve", f"roll-agent serve --model {model}"),
+        ]
+    if pipeline.stopped_early:
+        commands.append(("resume", resume))
+    else:
+        more = shlex.join(
+            ["roll-agent", *_without_resume(args.command_line, drop_steps=True)]
+            + ["--steps", str(2 * pipeline.step), "--resume"]
+        )
+        commands.append(("train on", more))
+    evaluations = pipeline.evaluations
+    return RunSummary(
+        stopped_early=pipeline.stopped_early,
+        step=pipeline.step,
+        best_eval=max(evaluations, key=lambda e: (e[1], e[0])) if evaluations else None,
+        final_eval=evaluations[-1] if evaluations else None,
+        checkpoint=checkpoint,
+        commands=tuple(commands),
+    )
+
+
+def _without_resume(command_line: list[str], *, drop_steps: bool = False) -> list[str]:
+    """``command_line`` without ``--resume`` (and, with ``drop_steps``, its ``--steps``)."""
+    kept: list[str] = []
+    arguments = iter(command_line)
+    for argument in arguments:
+        if argument == "--resume" or (drop_steps and argument.startswith("--steps=")):
+            continue
+        if drop_steps and argument == "--steps":
+            next(arguments, None)
+            continue
+        kept.append(argument)
+    return kept
 
 
 def run_sft(args: argparse.Namespace) -> int:
     from trainer.sft import supervised_warm_start
+    from trainer.stop_request import StopRequest
 
     if args.episodes is not None:
         args.set = [f"sft.episodes={args.episodes}", *args.set]
     config = config_from_args(args)
-    folder = supervised_warm_start(config)
+    stop = StopRequest()
+    with quiet_library_output(Path(config.train.output_dir) / "train.log"), stop.installed():
+        state = supervised_warm_start(config, resume=args.resume, stop=stop)
+    if not state.finished:
+        print(f"Stopped at step {state.step}; continue with --resume.")
+        return 0
     print(
-        f"Saved {folder}; train from it with: roll-agent train --env {args.env} "
-        f"--model {folder / 'model'} --set sft.before_rl=false"
+        f"Saved {state.checkpoint}; train from it with: roll-agent train --env {args.env} "
+        f"--model {state.checkpoint / 'model'} --set sft.before_rl=false"
     )
+    return 0
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    from trainer.evaluation import evaluate_model
+
+    config = config_from_args(args)
+    with quiet_library_output(Path(config.train.output_dir) / "eval.log"):
+        metrics = evaluate_model(config, args.episodes)
+    print(
+        f"{config.env.id}: {args.episodes} greedy episodes (seeds 0-{args.episodes - 1}) of "
+        f"{config.model.name}"
+    )
+    for key in ("success", "return", "valid_action_rate", "turns"):
+        if f"eval/{key}" in metrics:
+            print(f"  {key}: {metrics[f'eval/{key}']:.3f}")
     return 0

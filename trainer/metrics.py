@@ -49,6 +49,15 @@ class MetricsLogger:
                 raise MissingExtraError("train.loggers has swanlab: pip install swanlab") from None
             self._swanlab = swanlab.init(project="rollenv", config=config)
 
+    def truncate_after(self, step: int) -> None:
+        """Drops the JSONL records of steps after ``step`` (a resumed run redoes them)."""
+        path = self.run_dir / "metrics.jsonl"
+        if path.exists():
+            lines = [line for line in path.read_text().splitlines() if line.strip()]
+            kept = [line for line in lines if json.loads(line)["step"] <= step]
+            # the open handle appends (O_APPEND), so it writes after what is kept
+            path.write_text("".join(line + "\n" for line in kept))
+
     def log(self, step: int, metrics: dict[str, float]) -> None:
         clean = {
             k: float(v) for k, v in metrics.items() if v is not None and math.isfinite(float(v))

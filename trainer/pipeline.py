@@ -24,11 +24,8 @@ from __future__ import annotations
 import copy
 import json
 import random
-import signal
-import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,11 +44,17 @@ from trainer.metrics import MetricsLogger
 from trainer.models import load_model
 from trainer.rollout.env_manager import EnvManager
 from trainer.rollout.trajectory import Trajectory
+from trainer.run_view import Phase, PlainRunView, RunView
 from trainer.seeds import step_seeds
+from trainer.sft import WARM_START, WarmStartState, planned_sft_steps, supervised_warm_start
+from trainer.stop_request import RunStopped, StopRequest
 from trainer.strategies.from_config import build_strategy, resolve_device
 
 if TYPE_CHECKING:
     from trainer.rollout.ray_rollouts import RayRollouts
+
+
+RL = "RL"
 
 
 def action_token_ids(tokenizer: Any, words: tuple[str, ...]) -> tuple[int, ...]:
@@ -65,6 +68,56 @@ def action_token_ids(tokenizer: Any, words: tuple[str, ...]) -> tuple[int, ...]:
     if any(len(tokens) > 1 for tokens in encoded):
         ids.add(tokenizer.eos_token_id)
     return tuple(sorted(ids))
+
+
+def env_manager_for(
+    config: Config, tokenizer: Any, generator: Any, group_size: int, sampling: SamplingParams
+) -> EnvManager:
+    """The env manager ``config.env`` describes, playing ``group_size`` episodes a seed."""
+    env = config.env
+    return EnvManager(
+        env.id,
+        tokenizer,
+        generator,
+        env_kwargs=env.make_kwargs,
+        group_size=group_size,
+        max_turns=env.max_turns,
+        context=env.context,
+        window=env.window,
+        max_context_tokens=env.max_context_tokens,
+        sampling=sampling,
+    )
+
+
+def sampling_params(config: Config, tokenizer: Any) -> SamplingParams:
+    """How training replies are sampled: ``config.sampling``, and only action words' tokens
+    with ``env.constrain_to_actions``."""
+    env, sampling = config.env, config.sampling
+    allowed = None
+    if env.constrain_to_actions:
+        inner = rollenv.make(env.id, **env.make_kwargs).unwrapped
+        # a mixture samples the action words of every member
+        envs = (
+            [inner.member_env(i).unwrapped for i in range(len(inner.members))]
+            if isinstance(inner, rollenv.MixtureEnv)
+            else [inner]
+        )
+        if any(e.answer_format.tag is not None for e in envs):
+            raise ConfigError(
+                "env.constrain_to_actions samples only action words, which this env's "
+                "answer format rejects: set env.kwargs.answer_format.tag=null (with env.mix, "
+                "in each member's kwargs)"
+            )
+        words = tuple(dict.fromkeys(w for e in envs for w in e.action_words))
+        allowed = action_token_ids(tokenizer, words)
+    return SamplingParams(
+        max_new_tokens=sampling.max_new_tokens,
+        temperature=sampling.temperature,
+        top_p=sampling.top_p,
+        top_k=sampling.top_k,
+        stop_token_ids=(tokenizer.eos_token_id,),
+        allowed_token_ids=allowed,
+    )
 
 
 def rollout_metrics(trajectories: list[Trajectory], prefix: str) -> dict[str, float]:
@@ -108,33 +161,28 @@ def _skipped_text(metrics: dict[str, float]) -> str:
     return f"skipped: no episode left to train on ({', '.join(reasons) or 'empty batch'})"
 
 
-class _StopRequest:
-    """Turns the first Ctrl-C into a request to stop after the current step."""
-
-    def __init__(self) -> None:
-        self.requested = False
-
-    @contextmanager
-    def installed(self) -> Iterator[None]:
-        def handle(signum: int, frame: Any) -> None:
-            if self.requested:
-                raise KeyboardInterrupt
-            self.requested = True
-            print(
-                "\nStopping after this step and saving a checkpoint "
-                "(Ctrl-C again to quit without saving)...",
-                file=sys.stderr,
+def plan_phases(config: Config, *, resume: bool) -> list[Phase]:
+    """The run's phases as ``config`` and its run folder say: the warm start unless it finished
+    (with the steps it did, on ``--resume``), then RL (from its newest checkpoint on resume)."""
+    phases = []
+    if config.sft.before_rl:
+        warm = WarmStartState.of_run(config)
+        if not warm.finished:
+            done = warm.step if resume else 0
+            limit = config.sft.max_minutes
+            phases.append(
+                Phase(
+                    WARM_START,
+                    max(planned_sft_steps(config), done),
+                    done=done,
+                    time_limit_s=None if limit is None else 60 * limit,
+                    elapsed_before_s=warm.elapsed_s if resume else 0.0,
+                )
             )
-
-        try:
-            previous = signal.signal(signal.SIGINT, handle)
-        except ValueError:  # not the main thread: no handler, Ctrl-C behaves as usual
-            yield
-            return
-        try:
-            yield
-        finally:
-            signal.signal(signal.SIGINT, previous)
+    newest = latest_checkpoint(Path(config.train.output_dir)) if resume else None
+    rl_done = 0 if newest is None else checkpoint_step(newest)
+    phases.append(Phase(RL, config.train.steps, done=min(rl_done, config.train.steps)))
+    return phases
 
 
 class Pipeline:
@@ -142,21 +190,40 @@ class Pipeline:
 
     Args:
         config: the run's configuration.
-        resume: continue from the newest complete checkpoint in ``train.output_dir``.
-        log: where progress lines go (``print`` by default; ``None`` for silence).
+        resume: continue from the newest complete checkpoint in ``train.output_dir`` (and an
+            unfinished warm start from its own).
+        log: where progress lines go when no ``view`` is given (``print`` by default; ``None``
+            for silence).
+        view: shows the run's progress (default: plain lines through ``log``).
+        stop: the run's Ctrl-C handling (default: one installed while it trains).
+
+    Raises:
+        RunStopped: Ctrl-C stopped the warm start (it saved its checkpoint first).
     """
 
     def __init__(
-        self, config: Config, *, resume: bool = False, log: Callable[[str], None] | None = print
+        self,
+        config: Config,
+        *,
+        resume: bool = False,
+        log: Callable[[str], None] | None = print,
+        view: RunView | None = None,
+        stop: StopRequest | None = None,
     ):
         self.config = config
         self.run_dir = Path(config.train.output_dir)
-        self._log = log or (lambda message: None)
+        self.view = view or PlainRunView(
+            plan_phases(config, resume=resume), write=log or (lambda message: None)
+        )
+        self._log = self.view.message
+        self.stop = stop or StopRequest(self._log)
+        self.evaluations: list[tuple[int, float]] = []  # (step, eval/success)
+        self.stopped_early = False
         torch.manual_seed(config.train.seed)
         random.seed(config.train.seed)
         np.random.seed(config.train.seed % 2**32)
 
-        model_name = self._warm_started_model() if config.sft.before_rl else config.model.name
+        model_name = self._warm_started_model(resume) if config.sft.before_rl else config.model.name
         self._log(f"Loading model {model_name}...")
         policy, self.tokenizer = load_model(model_name, seed=config.train.seed)
         device = resolve_device(config.train.device)
@@ -166,7 +233,7 @@ class Pipeline:
         self.strategy = build_strategy(config, policy, self.tokenizer.pad_token_id)
         if config.optim.moments_from is not None:
             self.strategy.load_optimizer_moments(Path(config.optim.moments_from))
-        self.sampling = self._sampling()
+        self.sampling = sampling_params(config, self.tokenizer)
         self.eval_sampling = replace(self.sampling, temperature=0.0)  # greedy
         self.rollouts: RayRollouts | None = None
         if config.rollout.mode == "ray":
@@ -184,71 +251,37 @@ class Pipeline:
                 max_batch_size=config.generation.max_batch_size,
                 **config.generation.engine_options(),
             )
-            self.manager = self._env_manager(config.env.group_size, self.sampling)
-            self.eval_manager = self._env_manager(1, self.eval_sampling)
+            self.manager = env_manager_for(
+                config, self.tokenizer, self.generator, config.env.group_size, self.sampling
+            )
+            self.eval_manager = env_manager_for(
+                config, self.tokenizer, self.generator, 1, self.eval_sampling
+            )
         self.step = 0
         self.metrics = MetricsLogger(self.run_dir, config.train.loggers, config.model_dump())
         if resume:
             self._resume()
 
-    def _warm_started_model(self) -> str:
-        """The model folder of the run's supervised warm start, made first if there is none.
+    def _warm_started_model(self, resume: bool) -> str:
+        """The model folder of the run's supervised warm start, made (or, on ``--resume``,
+        finished) first if it is not done.
 
         It lives in ``<run>/sft`` and is found again on ``--resume``, so a resumed run keeps the
         same starting weights (its LoRA adapters are trained on top of them).
         """
-        from trainer.sft import sft_dir, supervised_warm_start
-
-        folder = latest_checkpoint(sft_dir(self.config))
-        if folder is None:
+        state = WarmStartState.of_run(self.config)
+        if not state.finished:
             self._log(f"Supervised warm start on {self.config.sft.episodes} oracle episodes...")
-            folder = supervised_warm_start(self.config, log=self._log)
-        return str(folder / "model")
-
-    def _env_manager(self, group_size: int, sampling: SamplingParams) -> EnvManager:
-        env = self.config.env
-        return EnvManager(
-            env.id,
-            self.tokenizer,
-            self.generator,
-            env_kwargs=env.make_kwargs,
-            group_size=group_size,
-            max_turns=env.max_turns,
-            context=env.context,
-            window=env.window,
-            max_context_tokens=env.max_context_tokens,
-            sampling=sampling,
-        )
-
-    def _sampling(self) -> SamplingParams:
-        """How training replies are sampled: ``config.sampling``, and only action words' tokens
-        with ``env.constrain_to_actions``."""
-        env, sampling = self.config.env, self.config.sampling
-        allowed = None
-        if env.constrain_to_actions:
-            inner = rollenv.make(env.id, **env.make_kwargs).unwrapped
-            # a mixture samples the action words of every member
-            envs = (
-                [inner.member_env(i).unwrapped for i in range(len(inner.members))]
-                if isinstance(inner, rollenv.MixtureEnv)
-                else [inner]
-            )
-            if any(e.answer_format.tag is not None for e in envs):
-                raise ConfigError(
-                    "env.constrain_to_actions samples only action words, which this env's "
-                    "answer format rejects: set env.kwargs.answer_format.tag=null (with env.mix, "
-                    "in each member's kwargs)"
+            with self.stop.installed():
+                state = supervised_warm_start(
+                    self.config, view=self.view, resume=resume, stop=self.stop
                 )
-            words = tuple(dict.fromkeys(w for e in envs for w in e.action_words))
-            allowed = action_token_ids(self.tokenizer, words)
-        return SamplingParams(
-            max_new_tokens=sampling.max_new_tokens,
-            temperature=sampling.temperature,
-            top_p=sampling.top_p,
-            top_k=sampling.top_k,
-            stop_token_ids=(self.tokenizer.eos_token_id,),
-            allowed_token_ids=allowed,
-        )
+            if not state.finished:
+                assert state.checkpoint is not None
+                self.stopped_early = True
+                raise RunStopped(state.checkpoint, WARM_START, state.step)
+        assert state.checkpoint is not None
+        return str(state.checkpoint / "model")
 
     # ------------------------------------------------------------------ one step
     def train_step(self) -> dict[str, float]:
@@ -382,48 +415,39 @@ class Pipeline:
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> dict[str, float]:
-        """Trains until ``train.steps``; returns the last step's metrics."""
+        """Trains until ``train.steps``, or until Ctrl-C (then saves); returns the last step's
+        metrics."""
         config = self.config.train
-        stop = _StopRequest()
         last: dict[str, float] = {}
         if self.step >= config.steps:
             self._log(f"Nothing to do: the run is at step {self.step} of {config.steps}.")
             self.close()
             return last
+        self.view.begin(RL, done=self.step)
         try:
-            with stop.installed():
+            with self.stop.installed():
                 while self.step < config.steps:
                     started = time.perf_counter()
                     last = self.train_step()
                     if config.eval_every and self.step % config.eval_every == 0:
                         last.update(self.evaluate())
+                        self.evaluations.append((self.step, last["eval/success"]))
                     last["time/step"] = time.perf_counter() - started
                     self.metrics.log(self.step, last)
-                    self._log(self._progress_line(last))
+                    skipped = None if "loss" in last else _skipped_text(last)
+                    self.view.step(self.step, last, skipped=skipped)
                     due = config.checkpoint_every and self.step % config.checkpoint_every == 0
-                    if due or stop.requested or self.step == config.steps:
+                    if due or self.stop.requested or self.step == config.steps:
                         path = self.save()
                         self._log(f"Saved {path}")
-                    if stop.requested:
+                    if self.stop.requested:
+                        self.stopped_early = True
                         self._log(f"Stopped at step {self.step}; continue with --resume.")
                         break
         finally:
             self.metrics.close()
             self.close()
         return last
-
-    def _progress_line(self, metrics: dict[str, float]) -> str:
-        parts = [
-            f"step {self.step}/{self.config.train.steps}",
-            f"success {metrics['rollout/success']:.2f}",
-            f"return {metrics['rollout/return']:.2f}",
-            f"valid {metrics['rollout/valid_action_rate']:.2f}",
-            f"loss {metrics['loss']:.4f}" if "loss" in metrics else _skipped_text(metrics),
-        ]
-        if "eval/success" in metrics:
-            parts.append(f"eval success {metrics['eval/success']:.2f}")
-        parts.append(f"{metrics['time/step']:.1f}s")
-        return "  ".join(parts)
 
     # ------------------------------------------------------------------ checkpoints
     def save(self) -> Path:
@@ -457,13 +481,5 @@ class Pipeline:
         np.random.set_state(state["numpy_rng"])
         self.step = checkpoint_step(folder)
         self._sync_weights(version=self.step)
-        self._truncate_metrics_after(self.step)
+        self.metrics.truncate_after(self.step)
         self._log(f"Resumed from {folder} at step {self.step}.")
-
-    def _truncate_metrics_after(self, step: int) -> None:
-        """Drops metric lines of steps the resumed run will redo."""
-        path = self.run_dir / "metrics.jsonl"
-        if path.exists():
-            lines = [line for line in path.read_text().splitlines() if line.strip()]
-            kept = [line for line in lines if json.loads(line)["step"] <= step]
-            path.write_text("".join(line + "\n" for line in kept))

@@ -8,29 +8,42 @@ Episodes are played as training needs them (``sft.batch_sequences`` per step, fr
 run limited by time rather than by ``sft.episodes`` (``OracleSFT.train(max_seconds=...)``) never
 waits on data it will not use. With ``sft.epochs > 1`` the first epoch's episodes are replayed in
 a new order.
+
+The warm start is a phase of the run like RL: it writes a checkpoint every
+``sft.checkpoint_minutes`` and when Ctrl-C stops it (``sft_state.json`` says how far it got and
+whether it finished), and ``roll-agent train --resume`` continues it where it stopped, then goes
+on to RL. Only the newest warm-start checkpoint is kept.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import random
+import shutil
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from rollenv.policies import oracle_for
 from trainer.batch import TokenBatch
-from trainer.checkpoint import save_checkpoint
+from trainer.checkpoint import checkpoints_dir, latest_checkpoint, save_checkpoint
 from trainer.config import Config
 from trainer.credit import samples_of
 from trainer.metrics import MetricsLogger
 from trainer.models import load_model
 from trainer.rollout.env_manager import EnvManager
 from trainer.rollout.trajectory import Sample
+from trainer.run_view import Phase, PlainRunView, RunView
 from trainer.seeds import step_seeds
+from trainer.stop_request import StopRequest
 from trainer.strategies.from_config import build_strategy, resolve_device
+
+WARM_START = "warm start"
+STATE_FILE = "sft_state.json"
 
 
 def sft_dir(config: Config) -> Path:
@@ -38,15 +51,51 @@ def sft_dir(config: Config) -> Path:
     return Path(config.train.output_dir) / "sft"
 
 
+@dataclass(frozen=True)
+class WarmStartState:
+    """How far a warm start got, as its newest checkpoint says.
+
+    Attributes:
+        checkpoint: that checkpoint (``None``: no warm start yet).
+        step: its steps done.
+        finished: True when it ran to the end (its ``model/`` is what RL starts from).
+        elapsed_s: seconds it has trained, over every session (for ``sft.max_minutes``).
+    """
+
+    checkpoint: Path | None = None
+    step: int = 0
+    finished: bool = False
+    elapsed_s: float = 0.0
+
+    @classmethod
+    def of_run(cls, config: Config) -> WarmStartState:
+        """The state of the warm start in ``config``'s run folder."""
+        folder = latest_checkpoint(sft_dir(config))
+        if folder is None:
+            return cls()
+        state = json.loads((folder / STATE_FILE).read_text())
+        # checkpoints written before warm starts could stop half-way were all finished ones
+        return cls(folder, state["step"], state.get("finished", True), state.get("elapsed_s", 0))
+
+
+def planned_sft_steps(config: Config) -> int:
+    """The steps of a warm start that runs to the end: a step a ``sft.batch_sequences`` episodes
+    in the first epoch, as many again each later epoch (replayed replies: an estimate until the
+    first epoch ends)."""
+    sft = config.sft
+    return math.ceil(sft.episodes / sft.batch_sequences) * sft.epochs
+
+
 class OracleSFT:
     """Supervised fine-tuning of ``config.model`` on oracle episodes of ``config.env``.
 
     Args:
         config: the run's configuration (``sft`` section: episodes, epochs, lr, batch).
-        log: where progress lines go.
+        log: where lines go when no ``view`` is given.
         metrics_dir: where its metrics are written (default ``<run>/sft``).
         resume_from: a checkpoint :meth:`save` wrote: its weights and optimizer state are
-            loaded and training goes on with the episodes after those it had seen.
+            loaded and training goes on with the batches after those it had trained on.
+        view: shows its progress (default: plain lines through ``log``).
     """
 
     def __init__(
@@ -56,10 +105,13 @@ class OracleSFT:
         log: Callable[[str], None] = print,
         metrics_dir: Path | None = None,
         resume_from: Path | None = None,
+        view: RunView | None = None,
     ) -> None:
-        self.config, self.log = config, log
+        self.config = config
+        self.view = view or PlainRunView([Phase(WARM_START, planned_sft_steps(config))], write=log)
+        self.log = self.view.message
         torch.manual_seed(config.train.seed)
-        log(f"Loading model {config.model.name}...")
+        self.log(f"Loading model {config.model.name}...")
         self.model, self.tokenizer = load_model(config.model.name, seed=config.train.seed)
         self.model.to(resolve_device(config.train.device))
         self.strategy = build_strategy(
@@ -81,49 +133,83 @@ class OracleSFT:
         )
         self.step = 0
         self.episodes_seen = 0
-        self.seconds = 0.0
+        self.elapsed_s = 0.0  # training time over every session
+        self.finished = False
+        self.total_steps = planned_sft_steps(config)
         if resume_from is not None:
             self.strategy.load(resume_from)
-            state = json.loads((Path(resume_from) / "sft_state.json").read_text())
+            state = json.loads((Path(resume_from) / STATE_FILE).read_text())
             self.step, self.episodes_seen = state["step"], state["episodes_seen"]
-        self._batches = self._batch_stream()
+            self.elapsed_s = state.get("elapsed_s", 0.0)
+            torch.set_rng_state(torch.load(Path(resume_from) / "sft_rng.pt"))
+            self.metrics.truncate_after(self.step)
+            self.log(f"Resumed the warm start from {resume_from} at step {self.step}.")
+        self._batches = self._batch_stream(skip=self.step)
 
-    def _batch_stream(self) -> Iterator[tuple[int, list[Sample]]]:
+    def _batch_stream(self, skip: int) -> Iterator[tuple[int, list[Sample]]]:
+        """The batches of every epoch, the first ``skip`` left out (trained on before a resume).
+
+        The first epoch's episodes are played only where needed: for the batches to train on,
+        and for every batch when later epochs replay them.
+        """
         sft = self.config.sft
         rng = random.Random(self.config.train.seed)
         seeds = step_seeds(self.config.train.seed, 0, sft.episodes)
         kept: list[Sample] = []
-        for start in range(self.episodes_seen, len(seeds), sft.batch_sequences):
-            trajectories = self.manager.rollout(
-                seeds[start : start + sft.batch_sequences], policy=oracle_for
-            )
-            self.episodes_seen += len(trajectories)
-            samples = samples_of(trajectories)
+        index = 0
+        for start in range(0, len(seeds), sft.batch_sequences):
+            index += 1
+            chunk = seeds[start : start + sft.batch_sequences]
+            self.episodes_seen = start + len(chunk)
+            if index <= skip and sft.epochs == 1:
+                continue
+            samples = samples_of(self.manager.rollout(chunk, policy=oracle_for))
             if sft.epochs > 1:
                 kept += samples
-            yield 0, samples
+            if index > skip:
+                yield 0, samples
+        first_epoch_steps = index
+        per_epoch = math.ceil(len(kept) / sft.batch_sequences)
+        self.total_steps = first_epoch_steps + per_epoch * (sft.epochs - 1)
         for epoch in range(1, sft.epochs):
             order = list(range(len(kept)))
             rng.shuffle(order)
             for start in range(0, len(order), sft.batch_sequences):
-                yield epoch, [kept[i] for i in order[start : start + sft.batch_sequences]]
+                index += 1
+                if index > skip:
+                    yield epoch, [kept[i] for i in order[start : start + sft.batch_sequences]]
 
     def train(
-        self, *, max_steps: int | None = None, max_seconds: float | None = None
+        self,
+        *,
+        max_steps: int | None = None,
+        max_seconds: float | None = None,
+        stop: StopRequest | None = None,
+        checkpoint_to: Path | None = None,
     ) -> dict[str, float]:
-        """Trains until the episodes and epochs run out, ``max_steps`` more steps are done, or
-        ``max_seconds`` more seconds have passed (checked between steps); returns the last
-        step's metrics. It can be called again to go on where it stopped."""
-        started = time.perf_counter()
+        """Trains until the episodes and epochs run out (then ``finished`` is True), ``max_steps``
+        more steps are done, ``max_seconds`` more seconds have passed (checked between steps), or
+        ``stop`` is requested; returns the last step's metrics. It can be called again to go on
+        where it stopped.
+
+        With ``checkpoint_to``, a checkpoint is written there every ``sft.checkpoint_minutes``.
+        """
+        if self.view.current is None or self.view.current.name != WARM_START:
+            self.view.begin(WARM_START, done=self.step, elapsed_before_s=self.elapsed_s)
         steps = 0
         result: dict[str, float] = {}
+        every_s = 60 * self.config.sft.checkpoint_minutes
+        started = last_save = time.perf_counter()
         while max_steps is None or steps < max_steps:
             if max_seconds is not None and time.perf_counter() - started >= max_seconds:
+                break
+            if stop is not None and stop.requested:
                 break
             clock = time.perf_counter()
             try:
                 epoch, rows = next(self._batches)
             except StopIteration:
+                self.finished = True
                 break
             batch = TokenBatch(
                 token_ids=[s.token_ids for s in rows],
@@ -134,40 +220,87 @@ class OracleSFT:
             result = self.strategy.supervised_step(batch)
             self.step += 1
             steps += 1
-            self.seconds += time.perf_counter() - clock
+            self.elapsed_s += time.perf_counter() - clock
             self.metrics.log(self.step, {**result, "sft/epoch": epoch})
-            self.log(
-                f"sft step {self.step}  epoch {epoch + 1}/{self.config.sft.epochs}  "
-                f"loss {result['sft/loss']:.4f}  {self.seconds:.0f}s"
-            )
+            self.view.phase(WARM_START).total = max(self.total_steps, self.step)
+            self.view.step(self.step, result)
+            if checkpoint_to is not None and time.perf_counter() - last_save >= every_s:
+                self.log(f"Saved {self.save(checkpoint_to)}")
+                last_save = time.perf_counter()
         return result
 
     def save(self, run_dir: Path) -> Path:
-        """Writes an atomic checkpoint (``model/`` is a full Hugging Face model, LoRA merged)."""
+        """Writes an atomic checkpoint (``model/`` is a full Hugging Face model, LoRA merged) and
+        removes the older ones of ``run_dir``."""
 
         def write(folder: Path) -> None:
             self.strategy.save(folder)
             self.tokenizer.save_pretrained(folder / "model")
-            state = {"step": self.step, "episodes_seen": self.episodes_seen}
-            (folder / "sft_state.json").write_text(json.dumps(state))
+            torch.save(torch.get_rng_state(), folder / "sft_rng.pt")
+            state = {
+                "step": self.step,
+                "episodes_seen": self.episodes_seen,
+                "elapsed_s": self.elapsed_s,
+                "finished": self.finished,
+            }
+            (folder / STATE_FILE).write_text(json.dumps(state))
 
-        return save_checkpoint(run_dir, self.step, write)
+        saved = save_checkpoint(run_dir, self.step, write)
+        for older in checkpoints_dir(run_dir).glob("step-*"):
+            if older != saved:
+                shutil.rmtree(older, ignore_errors=True)
+        return saved
 
     def close(self) -> None:
         self.metrics.close()
 
 
-def supervised_warm_start(config: Config, log: Callable[[str], None] = print) -> Path:
+def supervised_warm_start(
+    config: Config,
+    log: Callable[[str], None] = print,
+    *,
+    view: RunView | None = None,
+    resume: bool = False,
+    stop: StopRequest | None = None,
+) -> WarmStartState:
     """Trains ``config.model`` on ``config.sft.episodes`` oracle episodes (or for
-    ``config.sft.max_minutes``, whichever ends first); returns the checkpoint.
+    ``config.sft.max_minutes``, whichever ends first), checkpointing as it goes.
 
     It is written under ``<train.output_dir>/sft/``, apart from the run's RL checkpoints. Its
     ``model/`` folder is a full Hugging Face model (LoRA merged), ready for
     ``roll-agent train --model <that folder>``.
+
+    Args:
+        config: the run's configuration.
+        log: where lines go when no ``view`` is given.
+        view: shows its progress.
+        resume: continue the run's unfinished warm start (without it, one is started over).
+        stop: when requested (Ctrl-C), it saves and returns unfinished.
+
+    Returns:
+        Its state: the checkpoint, and whether it finished (``False`` when ``stop`` ended it).
     """
-    sft = OracleSFT(config, log=log)
+    before = WarmStartState.of_run(config)
+    if before.finished:
+        return before
+    if before.checkpoint is not None and not resume:
+        shutil.rmtree(checkpoints_dir(sft_dir(config)))
+    resume_from = before.checkpoint if resume else None
+    sft = OracleSFT(config, log=log, resume_from=resume_from, view=view)
     limit = config.sft.max_minutes
-    sft.train(max_seconds=None if limit is None else 60 * limit)
-    sft.close()
-    log(f"{sft.episodes_seen} oracle episodes, {sft.step} steps.")
-    return sft.save(sft_dir(config))
+    try:
+        sft.train(
+            max_seconds=None if limit is None else 60 * limit - sft.elapsed_s,
+            stop=stop,
+            checkpoint_to=sft_dir(config),
+        )
+    finally:
+        sft.close()
+    if limit is not None and not sft.finished and not (stop is not None and stop.requested):
+        sft.finished = True  # its time is up: what it learned is the warm start
+    folder = sft.save(sft_dir(config))
+    if sft.finished:
+        sft.log(f"Warm start done: {sft.episodes_seen} oracle episodes, {sft.step} steps.")
+    else:
+        sft.log(f"Saved {folder}")
+    return WarmStartState(folder, sft.step, sft.finished, sft.elapsed_s)

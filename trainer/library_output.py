@@ -1,0 +1,82 @@
+"""``quiet_library_output``: a run's terminal shows the run, not its libraries.
+
+transformers and huggingface_hub draw their own tqdm bars (``Loading weights: 100%|...``,
+``Writing model shards``) and warn about deprecations; inside a run these go nowhere or to the
+run's log file, so the run's own view (``trainer.run_view``) is the only thing that moves.
+
+Example:
+    >>> from pathlib import Path
+    >>> import tempfile, warnings
+    >>> from trainer.library_output import quiet_library_output
+    >>> log = Path(tempfile.mkdtemp()) / "train.log"
+    >>> with quiet_library_output(log):
+    ...     warnings.warn("an old API")
+    >>> "an old API" in log.read_text()
+    True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+__all__ = ["quiet_library_output"]
+
+#: read by tqdm (>= 4.66) and transformers, in this process and its children (Ray workers)
+_QUIET_ENVIRONMENT = {
+    "TQDM_DISABLE": "1",
+    "TRANSFORMERS_VERBOSITY": "error",
+    "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1",
+}
+
+
+@contextlib.contextmanager
+def quiet_library_output(log_file: Path) -> Iterator[None]:
+    """While the block runs: no library progress bars, and Python warnings and library log
+    records (warning and up) appended to ``log_file`` instead of the terminal."""
+    log_file = Path(log_file)
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    saved = {name: os.environ.get(name) for name in _QUIET_ENVIRONMENT}
+    os.environ.update(_QUIET_ENVIRONMENT)
+    handler = logging.FileHandler(log_file)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    loggers = [logging.getLogger(name) for name in ("py.warnings", "transformers", "torch")]
+    previous = [(lg, lg.handlers[:], lg.propagate, lg.level) for lg in loggers]
+    for library_logger in loggers:
+        library_logger.handlers = [handler]
+        library_logger.propagate = False
+        library_logger.setLevel(logging.WARNING)
+    transformers_bars = _transformers_bars(enable=False)
+    logging.captureWarnings(True)
+    try:
+        yield
+    finally:
+        logging.captureWarnings(False)
+        for library_logger, handlers, propagate, level in previous:
+            library_logger.handlers, library_logger.propagate = handlers, propagate
+            library_logger.setLevel(level)
+        handler.close()
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        if transformers_bars:
+            _transformers_bars(enable=True)
+
+
+def _transformers_bars(*, enable: bool) -> bool:
+    """Turns transformers' own bars off or on (its setting is read once, at its import);
+    False where transformers is not installed."""
+    try:
+        from transformers.utils import logging as transformers_logging
+    except ImportError:
+        return False
+    if enable:
+        transformers_logging.enable_progress_bar()
+    else:
+        transformers_logging.disable_progress_bar()
+    return True
