@@ -38,7 +38,7 @@ emptied before each play.
 
 Run (from the repository root)::
 
-    python benchmarks/generation.py --quick      # tiny-random model, seconds
+    python benchmarks/generation.py --quick      # tiny-random model, about a minute
     python benchmarks/generation.py              # SmolLM2-135M, a few minutes
     python benchmarks/generation.py --episodes 64 --batch-size 64 --repeats 1 --hf-bfloat16
 
@@ -211,7 +211,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add_common_arguments(
         parser,
         default_json=RESULTS_DIR / "generation.json",
-        quick="tiny-random model, 1 repeat (seconds)",
+        quick="tiny-random model, 1 repeat (about a minute)",
     )
     args = parse_arguments(parser, argv, {"model": "tiny-random", "repeats": 1})
     args.dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()]

@@ -23,7 +23,7 @@ drawn with the preset's ``cell_separator``); FrozenLake-v0 its own defaults. Epi
 Run (from the repository root)::
 
     python benchmarks/learning_sokoban.py                   # the full recipe, about 1h25
-    python benchmarks/learning_sokoban.py --quick           # tiny-random, about 2 minutes
+    python benchmarks/learning_sokoban.py --quick           # tiny-random, about 1.5 minutes
     # the arms again (another recipe: --set ...) from an earlier run's SFT checkpoint,
     # its base and SFT points copied from that run's JSON (one command):
     python benchmarks/learning_sokoban.py --json new.json --png new.png
@@ -261,7 +261,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add_common_arguments(
         parser,
         default_json=RESULTS_DIR / "learning_sokoban.json",
-        quick="tiny-random model, 1 training minute of which 15 s SFT, 8 seeds (about 2 minutes)",
+        quick="tiny-random model, 1 training minute of which 15 s SFT, 8 seeds (about 1.5 minutes)",
     )
     parser.add_argument(
         "--from-sft",

@@ -70,7 +70,7 @@ installed CPU build)::
 
 Run (from the repository root)::
 
-    python benchmarks/trainer_step.py --quick                  # tiny-random, about a minute
+    python benchmarks/trainer_step.py --quick                  # tiny-random, under a minute
     python benchmarks/trainer_step.py                          # SmolLM2-135M + LoRA, minutes
     python benchmarks/trainer_step.py --full --repeats 3       # full fine-tuning
 
@@ -649,8 +649,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add_common_arguments(
         parser,
         default_json=RESULTS_DIR / "trainer_step.json",
-        quick="tiny-random model, 2 timed updates (about a minute; TRL's side too, where "
-        "it is installed)",
+        quick="tiny-random model, 2 timed updates (15 s for rollenv's side alone; TRL's "
+        "side too where it is installed)",
     )
     parser.add_argument("--worker", choices=tuple(SIDES), help=argparse.SUPPRESS)
     parser.add_argument("--worker-settings", help=argparse.SUPPRESS)
