@@ -74,16 +74,21 @@ def test_one_step_of_each_algorithm_updates_the_policy(tmp_path, overrides):
 def test_a_step_of_equal_returns_trains_on_nothing_when_zero_advantages_are_skipped(tmp_path, skip):
     # one turn on the 2x2 lake never reaches the goal two moves away: every return is 0
     pipeline = _pipeline(
-        tmp_path, "env.max_turns=1", f"algorithm.skip_zero_advantage={str(skip).lower()}"
+        tmp_path,
+        "env.max_turns=1",
+        f"algorithm.skip_zero_advantage={str(skip).lower()}",
+        "train.steps=1",
     )
+    lines: list[str] = []
+    pipeline.view._write = lines.append  # the step's line, as a log file gets it
     before = _trainable(pipeline)
-    metrics = pipeline.train_step()
+    metrics = pipeline.run()
     assert metrics["rollout/return"] == 0.0
     assert metrics["train/kept_episodes"] == (0.0 if skip else 1.0)
     assert ("policy/loss" in metrics) is not skip  # the update ran only without skipping
     after = _trainable(pipeline)
     assert all(torch.equal(before[n], after[n]) for n in before)
-    line = pipeline._progress_line({**metrics, "time/step": 1.0})
+    line = next(line for line in lines if line.startswith("step 1/1"))
     assert "nan" not in line
     episodes = pipeline.config.env.groups_per_step * pipeline.config.env.group_size
     skipped = f"skipped: all {episodes} episodes had zero advantage"
@@ -202,7 +207,7 @@ def test_sft_learns_the_oracle_replies(tmp_path):
             f"train.output_dir={tmp_path}",
         ],
     )
-    folder = supervised_warm_start(config, log=lambda message: None)
+    folder = supervised_warm_start(config, log=lambda message: None).checkpoint
     assert folder.parent == tmp_path / "sft" / "checkpoints", "apart from RL checkpoints"
     losses = [
         float(line.split('"sft/loss": ')[1].split(",")[0])

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shlex
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -120,3 +122,96 @@ def test_a_mistake_is_one_clear_line(tmp_path, arguments, message):
     assert result.returncode == 2
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+# a warm start of 12 steps (24 oracle episodes of the 2x2 lake, 2 a step), then RL
+WARM_START = [
+    "--set",
+    "sft.before_rl=true",
+    "--set",
+    "sft.episodes=24",
+    "--set",
+    "sft.batch_sequences=2",
+    "--set",
+    "sft.lr=1e-3",
+    "--set",
+    "train.eval_every=1",
+    "--set",
+    "train.eval_groups=2",
+]
+
+
+def test_the_output_shows_progress_without_library_bars_or_nan_and_ends_with_the_summary(
+    tmp_path,
+):
+    result = _train(tmp_path, 2, *WARM_START)
+    output = result.stdout + result.stderr
+    assert "it/s]" not in output and "%|" not in output  # no tqdm bar of any library
+    assert "nan" not in output.lower().replace("nano", "")
+    assert "Warning" not in output  # library warnings go to the run's log file
+    lines = result.stdout.strip().splitlines()
+    assert any(line.startswith("warm start step 1/12") and "eta" in line for line in lines)
+    assert any(line.startswith("step 1/2") and "eta" in line for line in lines)
+    # the summary closes the output: evaluations, checkpoint, and commands that run as printed
+    summary = lines[lines.index("Done: step 2") :]
+    model = tmp_path / "checkpoints" / "step-2" / "model"
+    assert summary[1].startswith("  best evaluation: success ")
+    assert summary[2].startswith("  final evaluation: success ") and "at step 2" in summary[2]
+    assert summary[3] == f"  checkpoint: {tmp_path / 'checkpoints' / 'step-2'}"
+    commands = dict(line.strip().split(": ", 1) for line in summary[4:])
+    assert commands["serve"] == f"roll-agent serve --model {model}"
+    assert commands["train on"].endswith("--steps 4 --resume")
+    evaluate = shlex.split(commands["evaluate"])
+    assert evaluate[:2] == ["roll-agent", "eval"]
+    ran = subprocess.run(
+        [sys.executable, "-m", "trainer.cli", *evaluate[1:], "--episodes", "2"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "success:" in ran.stdout
+
+
+def _interrupt_in_warm_start(output: Path, steps: int) -> str:
+    """Runs train, sends SIGINT once the warm start's third step is done; returns the output."""
+    arguments = ["--env", "FrozenLake-v0", "--steps", str(steps), "--output", str(output)]
+    command = [sys.executable, "-m", "trainer.cli", "train", *arguments, *SMALL, *WARM_START]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    assert process.stdout is not None
+    for line in process.stdout:
+        lines.append(line)
+        if line.startswith("warm start step 3/"):
+            process.send_signal(signal.SIGINT)
+            break
+    rest, _ = process.communicate(timeout=300)
+    text = "".join(lines) + rest
+    assert process.returncode == 0, text
+    return text
+
+
+def test_ctrl_c_in_the_warm_start_saves_it_and_resume_ends_with_the_same_weights(tmp_path):
+    interrupted, straight = tmp_path / "interrupted", tmp_path / "straight"
+    stopped = _interrupt_in_warm_start(interrupted, 2)
+    assert "Stopped in the warm start at step" in stopped
+    assert "step 1/2" not in stopped  # RL never started
+    saved = list((interrupted / "sft" / "checkpoints").glob("step-*"))
+    assert len(saved) == 1 and (saved[0] / "COMPLETE").is_file()
+    state = json.loads((saved[0] / "sft_state.json").read_text())
+    assert not state["finished"] and 3 <= state["step"] < 12
+    assert not (interrupted / "checkpoints").exists()  # no RL checkpoint to trust
+
+    resumed = _train(interrupted, 2, *WARM_START, "--resume")
+    assert f"Resumed the warm start from {saved[0]} at step {state['step']}." in resumed.stdout
+    assert f"warm start step {state['step'] + 1}/12" in resumed.stdout
+    assert "warm start step 1/12" not in resumed.stdout
+    assert "Done: step 2" in resumed.stdout
+    sft_steps = [json.loads(line)["step"] for line in (interrupted / "sft/metrics.jsonl").open()]
+    assert sft_steps == list(range(1, 13))
+
+    _train(straight, 2, *WARM_START)
+    after_resume, uninterrupted = _weights(interrupted, 2), _weights(straight, 2)
+    assert all(torch.equal(after_resume[k], uninterrupted[k]) for k in uninterrupted)
+    warm = load_file(straight / "sft/checkpoints/step-12/model/model.safetensors")
+    assert not all(torch.equal(warm[k], uninterrupted[k]) for k in uninterrupted)  # RL moved
