@@ -196,6 +196,10 @@ class OracleSFT:
         """
         if self.view.current is None or self.view.current.name != WARM_START:
             self.view.begin(WARM_START, done=self.step, elapsed_before_s=self.elapsed_s)
+        if max_seconds is not None:  # the ETA is capped by the time this call may take
+            phase = self.view.phase(WARM_START)
+            limit = phase.elapsed_s(self.view.clock()) + max_seconds
+            phase.time_limit_s = min(limit, phase.time_limit_s or limit)
         steps = 0
         result: dict[str, float] = {}
         every_s = 60 * self.config.sft.checkpoint_minutes
