@@ -1,4 +1,5 @@
-"""Attacks run in the bwrap sandbox; each asserts from the host that it was contained."""
+"""Attacks run in each sandbox backend (bwrap, docker); each asserts from the host that it was
+contained."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def _processes_matching(marker: str) -> list[int]:
     return found
 
 
-def _sandbox_uid_processes() -> list[int]:
+def _sandbox_uid_processes(uids: range | tuple[int, ...] = UID_RANGE) -> list[int]:
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -38,11 +39,24 @@ def _sandbox_uid_processes() -> list[int]:
                 with open(f"/proc/{entry}/stat", "rb") as handle:
                     state = handle.read().rsplit(b")", 1)[-1].split()[0]
                 # a zombie is dead already, waiting for the host's init to reap it
-                if os.stat(f"/proc/{entry}").st_uid in UID_RANGE and state not in b"ZX":
+                if os.stat(f"/proc/{entry}").st_uid in uids and state not in b"ZX":
                     found.append(int(entry))
             except OSError:
                 pass
     return found
+
+
+def _leftovers(backend) -> list:
+    """What is left of the backend's runs: live processes of its uids, and for docker, its
+    containers (each is removed when its run ends)."""
+    if backend.name == "bwrap":
+        return _sandbox_uid_processes()
+    from sandboxes.docker_backend import LABEL, UID
+
+    containers = backend.client.containers.list(
+        all=True, filters={"label": f"{LABEL}={backend.label}"}
+    )
+    return _sandbox_uid_processes((UID,)) + [container.name for container in containers]
 
 
 @pytest.fixture
@@ -70,12 +84,12 @@ for path in sys.argv[1:] if len(sys.argv) > 1 else PATHS:
 """
 
 
-def test_host_files_cannot_be_read(bwrap, host_secrets):
+def test_host_files_cannot_be_read(backend, host_secrets):
     token, paths = host_secrets
     # our own environ, through the sandbox's /proc: a different PID namespace has no such pid
     targets = ["/etc/shadow", "/etc/passwd", f"/proc/{os.getpid()}/environ", *paths]
     code = f"PATHS = {targets!r}\n" + READ_ATTEMPT
-    result = bwrap.run(code)
+    result = backend.run(code)
     assert result.exit_code == 0, result.stderr
     assert "LEAKED" not in result.stdout
     assert token not in result.stdout + result.stderr
@@ -86,7 +100,7 @@ def test_host_files_cannot_be_read(bwrap, host_secrets):
             assert handle.read() == token
 
 
-def test_writes_outside_the_work_dir_fail(bwrap, tmp_path):
+def test_writes_outside_the_work_dir_fail(backend, tmp_path):
     host_target = tmp_path / "written-by-sandbox"
     targets = ["/usr/pwned", "/pwned", "/tmp/pwned", "/root/pwned", "/proc/pwned", str(host_target)]
     code = f"""
@@ -101,7 +115,7 @@ with open("inside.txt", "w") as handle:
     handle.write("ok")
 print("WORKDIR", open("inside.txt").read())
 """
-    result = bwrap.run(code)
+    result = backend.run(code)
     assert "WROTE" not in result.stdout
     assert result.stdout.count("DENIED") == len(targets)
     assert "WORKDIR ok" in result.stdout
@@ -109,7 +123,7 @@ print("WORKDIR", open("inside.txt").read())
     assert not os.path.exists("/usr/pwned") and not os.path.exists("/pwned")
 
 
-def test_no_network_not_even_loopback(bwrap):
+def test_no_network_not_even_loopback(backend):
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(8)
@@ -131,7 +145,7 @@ try:
 except OSError:
     print("BLOCKED dns")
 """
-        result = bwrap.run(code)
+        result = backend.run(code)
         assert "CONNECTED" not in result.stdout and "RESOLVED" not in result.stdout
         assert result.stdout.count("BLOCKED") == 4
         server.settimeout(0.2)
@@ -160,21 +174,21 @@ while True:
         ("bash", ":(){ :|:& };:\nwait\nsleep 30\n"),
     ],
 )
-def test_fork_bomb_is_capped_and_the_run_returns(bwrap, language, bomb):
+def test_fork_bomb_is_capped_and_the_run_returns(backend, language, bomb):
     limits = Limits(timeout_s=2.0, max_processes=32)
     start = time.monotonic()
-    result = bwrap.run(bomb, language=language, limits=limits)
+    result = backend.run(bomb, language=language, limits=limits)
     elapsed = time.monotonic() - start
     assert elapsed < limits.timeout_s + SLACK_S
     assert result.timed_out  # it spun at the process limit until the deadline killed it
     if language == "bash":
         assert "Resource temporarily unavailable" in result.stderr  # bash met the limit
-    assert _sandbox_uid_processes() == []
+    assert _leftovers(backend) == []
     # the host can still start processes
     assert subprocess.run(["true"]).returncode == 0
 
 
-def test_fork_bomb_hits_the_process_limit(bwrap):
+def test_fork_bomb_hits_the_process_limit(backend):
     code = """
 import os, time
 children = 0
@@ -189,10 +203,10 @@ while True:
         os._exit(0)
     children += 1
 """
-    result = bwrap.run(code, limits=Limits(timeout_s=5.0, max_processes=16))
+    result = backend.run(code, limits=Limits(timeout_s=5.0, max_processes=16))
     assert result.stdout.startswith("LIMIT"), result
     assert int(result.stdout.split()[1]) < 16
-    assert _sandbox_uid_processes() == []
+    assert _leftovers(backend) == []
 
 
 @pytest.mark.parametrize(
@@ -202,33 +216,33 @@ while True:
         "chunks = []\nwhile True:\n    chunks.append(bytearray(50 * 1024 ** 2))",
     ],
 )
-def test_memory_bomb_is_oom(bwrap, bomb):
-    result = bwrap.run(bomb, limits=Limits(timeout_s=10.0, memory_mb=256))
+def test_memory_bomb_is_oom(backend, bomb):
+    result = backend.run(bomb, limits=Limits(timeout_s=10.0, memory_mb=256))
     assert result.oom_killed
     assert result.exit_code != 0
     assert not result.timed_out
 
 
-def test_infinite_loop_times_out_at_the_deadline(bwrap):
+def test_infinite_loop_times_out_at_the_deadline(backend):
     start = time.monotonic()
-    result = bwrap.run("while True:\n    pass", limits=Limits(timeout_s=1.0))
+    result = backend.run("while True:\n    pass", limits=Limits(timeout_s=1.0))
     elapsed = time.monotonic() - start
     assert result.timed_out
     assert 1.0 <= elapsed < 1.0 + SLACK_S
-    assert _sandbox_uid_processes() == []
+    assert _leftovers(backend) == []
 
 
-def test_huge_output_is_truncated_at_the_limit(bwrap):
+def test_huge_output_is_truncated_at_the_limit(backend):
     code = "import sys\nfor _ in range(100):\n    sys.stdout.write('x' * (1024 * 1024))\n"
     limit = 256 * 1024
-    result = bwrap.run(code, limits=Limits(timeout_s=20.0, max_output_bytes=limit))
+    result = backend.run(code, limits=Limits(timeout_s=20.0, max_output_bytes=limit))
     assert result.output_truncated
     assert len(result.stdout) + len(result.stderr) <= limit
     assert result.stdout == "x" * len(result.stdout) and len(result.stdout) > limit // 2
 
 
 @pytest.mark.parametrize("main_ends", ["exits", "loops"])
-def test_sleeping_children_die_with_the_run(bwrap, main_ends):
+def test_sleeping_children_die_with_the_run(backend, main_ends):
     marker = f"1000.{secrets.randbelow(10**9):09d}"
     tail = "" if main_ends == "exits" else "while True:\n    pass\n"
     code = f"""
@@ -238,13 +252,13 @@ for _ in range(3):
 os.system("nohup sleep {marker} >/dev/null 2>&1 &")
 print("spawned")
 {tail}"""
-    result = bwrap.run(code, limits=Limits(timeout_s=1.5))
+    result = backend.run(code, limits=Limits(timeout_s=1.5))
     assert "spawned" in result.stdout
     assert result.timed_out == (main_ends == "loops")
     assert _processes_matching(marker) == []
 
 
-def test_signals_cannot_reach_the_host(bwrap):
+def test_signals_cannot_reach_the_host(backend):
     bystander = subprocess.Popen(["sleep", "60"])
     try:
         code = """
@@ -257,7 +271,7 @@ for target in (os.getppid(), 1, -1):
     except OSError as error:
         print("refused", target, error.errno)
 """
-        result = bwrap.run(code)
+        result = backend.run(code)
         assert result.exit_code is not None
         assert bystander.poll() is None, "a host process was killed"
         os.kill(os.getpid(), 0)  # we are alive, and so is our parent
@@ -267,22 +281,22 @@ for target in (os.getppid(), 1, -1):
         bystander.wait()
 
 
-def test_nothing_leaks_between_two_runs(bwrap):
-    first = bwrap.run(
+def test_nothing_leaks_between_two_runs(backend):
+    first = backend.run(
         "import os\nopen('state.txt', 'w').write('secret')\nos.environ['LEAK'] = '1'\n"
         "print(os.listdir('.'))"
     )
     assert "state.txt" in first.stdout
-    second = bwrap.run("import os\nprint(os.listdir('.'), os.path.exists('state.txt'))")
+    second = backend.run("import os\nprint(os.listdir('.'), os.path.exists('state.txt'))")
     assert "state.txt" not in second.stdout
     assert second.stdout.strip().endswith("False")
 
 
-def test_session_is_sandboxed_too(bwrap, host_secrets):
+def test_session_is_sandboxed_too(backend, host_secrets):
     from sandboxes import Session
 
     token, paths = host_secrets
-    with Session(bwrap) as session:
+    with Session(backend) as session:
         result = session.run(f"open({paths[0]!r}).read()")
         assert token not in result.stdout + result.stderr
         assert result.exit_code == 1 and "Error" in result.stderr
