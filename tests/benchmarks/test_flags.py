@@ -24,10 +24,7 @@ BENCHMARKS = REPO_ROOT / "benchmarks"
 
 #: Scripts another change is moving to the shared flags: xfail (strict, so the mark must go
 #: once they take them).
-NOT_YET_MOVED = {
-    "sandbox.py": "benchmarks/sandbox.py still has --out and no --quick; another change "
-    "moves it to --json/--quick (issue 22, item 6)",
-}
+NOT_YET_MOVED: dict[str, str] = {}
 
 
 def benchmark_scripts() -> list[Path]:
