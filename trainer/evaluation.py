@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from trainer.config import Config
-from trainer.generation import make_generator
+from trainer.generation.from_config import generator_for, sampling_params
 from trainer.models import load_model
-from trainer.pipeline import env_manager_for, rollout_metrics, sampling_params
+from trainer.pipeline import rollout_metrics
+from trainer.rollout.env_manager import EnvManager
 from trainer.strategies.from_config import resolve_device
 
 __all__ = ["evaluate_model"]
@@ -24,15 +25,8 @@ def evaluate_model(config: Config, episodes: int) -> dict[str, float]:
     model, tokenizer = load_model(config.model.name, seed=config.train.seed)
     device = resolve_device(config.train.device)
     model.to(device)
-    generator = make_generator(
-        config.generation.backend,
-        model,
-        tokenizer,
-        device=device,
-        max_batch_size=config.generation.max_batch_size,
-        **config.generation.engine_options(),
-    )
+    generator = generator_for(config, model, tokenizer, device)
     greedy = replace(sampling_params(config, tokenizer), temperature=0.0)
-    manager = env_manager_for(config, tokenizer, generator, 1, greedy)
+    manager = EnvManager.from_config(config, tokenizer, generator, 1, greedy)
     seeds = list(range(episodes))
     return rollout_metrics(manager.rollout(seeds, group_ids=seeds), "eval")

@@ -58,7 +58,7 @@ def run_train(args: argparse.Namespace) -> int:
     the summary (or, stopped in the warm start, how to resume)."""
     from trainer.pipeline import Pipeline, plan_phases
     from trainer.run_view import make_run_view
-    from trainer.stop_request import RunStopped, StopRequest
+    from trainer.stop_request import RunStopped
 
     config = config_from_args(args)
     run_dir = Path(config.train.output_dir)
@@ -66,11 +66,10 @@ def run_train(args: argparse.Namespace) -> int:
         plan_phases(config, resume=args.resume),
         title=f"roll-agent train · {config.env.id} · {config.model.name} · {run_dir}",
     )
-    stop = StopRequest(view.message)
     pipeline = None
     try:
         with quiet_library_output(run_dir / "train.log"):
-            pipeline = Pipeline(config, resume=args.resume, view=view, stop=stop)
+            pipeline = Pipeline(config, resume=args.resume, view=view)
             pipeline.run()
     except RunStopped as stopped:
         view.close(_summary(args, config, None, stopped))
@@ -92,8 +91,6 @@ def _summary(
     from trainer.checkpoint import latest_checkpoint
     from trainer.run_view import RunSummary
 
-    run_dir = Path(config.train.output_dir)
-    checkpoint = latest_checkpoint(run_dir)
     resume = shlex.join(["roll-agent", *_without_resume(args.command_line), "--resume"])
     if pipeline is None:  # stopped in the warm start
         assert stopped is not None
@@ -106,6 +103,7 @@ def _summary(
             commands=(("resume", resume),),
             phase=stopped.phase,
         )
+    checkpoint = latest_checkpoint(Path(config.train.output_dir))
     commands: list[tuple[str, str]] = []
     if checkpoint is not None:
         model = shlex.quote(str(checkpoint / "model"))

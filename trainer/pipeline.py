@@ -28,18 +28,17 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
-import rollenv
 from trainer.algorithms import kl_penalty, nonzero_advantage_filter, starpo_s_filter
 from trainer.batch import TokenBatch
 from trainer.checkpoint import checkpoint_step, latest_checkpoint, save_checkpoint
-from trainer.config import Config, ConfigError
+from trainer.config import Config
 from trainer.credit import assign_credit, samples_of
-from trainer.generation import SamplingParams, make_generator
+from trainer.generation.from_config import generator_for, sampling_params
 from trainer.metrics import MetricsLogger
 from trainer.models import load_model
 from trainer.rollout.env_manager import EnvManager
@@ -55,69 +54,6 @@ if TYPE_CHECKING:
 
 
 RL = "RL"
-
-
-def action_token_ids(tokenizer: Any, words: tuple[str, ...]) -> tuple[int, ...]:
-    """The constrained vocabulary: every token of the env's action words.
-
-    When every word is a single token, one sampled token is a whole action; otherwise the
-    end-of-turn token is allowed too, to end a word of several tokens.
-    """
-    encoded = [tokenizer.encode(word, add_special_tokens=False) for word in words]
-    ids = {token for tokens in encoded for token in tokens}
-    if any(len(tokens) > 1 for tokens in encoded):
-        ids.add(tokenizer.eos_token_id)
-    return tuple(sorted(ids))
-
-
-def env_manager_for(
-    config: Config, tokenizer: Any, generator: Any, group_size: int, sampling: SamplingParams
-) -> EnvManager:
-    """The env manager ``config.env`` describes, playing ``group_size`` episodes a seed."""
-    env = config.env
-    return EnvManager(
-        env.id,
-        tokenizer,
-        generator,
-        env_kwargs=env.make_kwargs,
-        group_size=group_size,
-        max_turns=env.max_turns,
-        context=env.context,
-        window=env.window,
-        max_context_tokens=env.max_context_tokens,
-        sampling=sampling,
-    )
-
-
-def sampling_params(config: Config, tokenizer: Any) -> SamplingParams:
-    """How training replies are sampled: ``config.sampling``, and only action words' tokens
-    with ``env.constrain_to_actions``."""
-    env, sampling = config.env, config.sampling
-    allowed = None
-    if env.constrain_to_actions:
-        inner = rollenv.make(env.id, **env.make_kwargs).unwrapped
-        # a mixture samples the action words of every member
-        envs = (
-            [inner.member_env(i).unwrapped for i in range(len(inner.members))]
-            if isinstance(inner, rollenv.MixtureEnv)
-            else [inner]
-        )
-        if any(e.answer_format.tag is not None for e in envs):
-            raise ConfigError(
-                "env.constrain_to_actions samples only action words, which this env's "
-                "answer format rejects: set env.kwargs.answer_format.tag=null (with env.mix, "
-                "in each member's kwargs)"
-            )
-        words = tuple(dict.fromkeys(w for e in envs for w in e.action_words))
-        allowed = action_token_ids(tokenizer, words)
-    return SamplingParams(
-        max_new_tokens=sampling.max_new_tokens,
-        temperature=sampling.temperature,
-        top_p=sampling.top_p,
-        top_k=sampling.top_k,
-        stop_token_ids=(tokenizer.eos_token_id,),
-        allowed_token_ids=allowed,
-    )
 
 
 def rollout_metrics(trajectories: list[Trajectory], prefix: str) -> dict[str, float]:
@@ -243,18 +179,11 @@ class Pipeline:
             self.rollouts = RayRollouts(config, model_name, self.tokenizer, self.sampling)
             self.rollouts.push_weights(self.strategy.inference_state_dict(), version=0)
         else:
-            self.generator = make_generator(
-                config.generation.backend,
-                generator_model,
-                self.tokenizer,
-                device=device,
-                max_batch_size=config.generation.max_batch_size,
-                **config.generation.engine_options(),
-            )
-            self.manager = env_manager_for(
+            self.generator = generator_for(config, generator_model, self.tokenizer, device)
+            self.manager = EnvManager.from_config(
                 config, self.tokenizer, self.generator, config.env.group_size, self.sampling
             )
-            self.eval_manager = env_manager_for(
+            self.eval_manager = EnvManager.from_config(
                 config, self.tokenizer, self.generator, 1, self.eval_sampling
             )
         self.step = 0
@@ -278,7 +207,6 @@ class Pipeline:
                 )
             if not state.finished:
                 assert state.checkpoint is not None
-                self.stopped_early = True
                 raise RunStopped(state.checkpoint, WARM_START, state.step)
         assert state.checkpoint is not None
         return str(state.checkpoint / "model")

@@ -117,17 +117,8 @@ class OracleSFT:
         self.strategy = build_strategy(
             config, self.model, self.tokenizer.pad_token_id, lr=config.sft.lr
         )
-        self.manager = EnvManager(
-            config.env.id,
-            self.tokenizer,
-            None,  # no generator: the oracle writes every reply
-            env_kwargs=config.env.make_kwargs,
-            group_size=1,
-            max_turns=config.env.max_turns,
-            context=config.env.context,
-            window=config.env.window,
-            max_context_tokens=config.env.max_context_tokens,
-        )
+        # no generator: the oracle writes every reply
+        self.manager = EnvManager.from_config(config, self.tokenizer, None, group_size=1)
         self.metrics = MetricsLogger(
             metrics_dir or sft_dir(config), config.train.loggers, config.model_dump()
         )

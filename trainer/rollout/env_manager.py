@@ -41,6 +41,8 @@ from trainer.rollout.trajectory import Sample, Trajectory, Turn
 if TYPE_CHECKING:  # a PortableTokenizer does as well, and keeps torch out of env actors
     from transformers import PreTrainedTokenizerBase
 
+    from trainer.config import Config
+
 ContextMode = Literal["full", "window"]
 
 
@@ -112,6 +114,31 @@ class EnvManager:
         self.step_threads = step_threads
         self._envs: list[ChatHistory] = []  # rollout()'s, one per episode of a call
         self._free: list[ChatHistory] = []  # play_episode()'s, not in use now
+
+    @classmethod
+    def from_config(
+        cls,
+        config: Config,
+        tokenizer: Any,
+        generator: Generator | None,
+        group_size: int,
+        sampling: SamplingParams | None = None,
+    ) -> EnvManager:
+        """The env manager ``config.env`` describes, playing ``group_size`` episodes a seed
+        (``generator`` ``None``: a policy given to ``rollout`` writes every reply)."""
+        env = config.env
+        return cls(
+            env.id,
+            tokenizer,
+            generator,
+            env_kwargs=env.make_kwargs,
+            group_size=group_size,
+            max_turns=env.max_turns,
+            context=env.context,
+            window=env.window,
+            max_context_tokens=env.max_context_tokens,
+            sampling=sampling,
+        )
 
     def make_env(self) -> gym.Env:
         """A fresh env of this manager's id and kwargs (unwrapped by ``ChatHistory``)."""

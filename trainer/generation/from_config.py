@@ -1,0 +1,80 @@
+"""The generator and the sampling a config asks for (``generation``, ``sampling``, ``env``).
+
+Example:
+    >>> from trainer.config import load_config
+    >>> from trainer.generation.from_config import sampling_params
+    >>> from trainer.models import load_model
+    >>> _, tokenizer = load_model("tiny-random")
+    >>> sampling_params(load_config("frozenlake", []), tokenizer).max_new_tokens > 0
+    True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+import rollenv
+from trainer.config import Config, ConfigError
+from trainer.generation import SamplingParams, make_generator
+from trainer.generation.base import Generator
+
+__all__ = ["action_token_ids", "generator_for", "sampling_params"]
+
+
+def generator_for(config: Config, model: Any, tokenizer: Any, device: torch.device) -> Generator:
+    """The ``generation.backend`` engine over ``model``, with the config's batch size and
+    engine options."""
+    return make_generator(
+        config.generation.backend,
+        model,
+        tokenizer,
+        device=device,
+        max_batch_size=config.generation.max_batch_size,
+        **config.generation.engine_options(),
+    )
+
+
+def action_token_ids(tokenizer: Any, words: tuple[str, ...]) -> tuple[int, ...]:
+    """The constrained vocabulary: every token of the env's action words.
+
+    When every word is a single token, one sampled token is a whole action; otherwise the
+    end-of-turn token is allowed too, to end a word of several tokens.
+    """
+    encoded = [tokenizer.encode(word, add_special_tokens=False) for word in words]
+    ids = {token for tokens in encoded for token in tokens}
+    if any(len(tokens) > 1 for tokens in encoded):
+        ids.add(tokenizer.eos_token_id)
+    return tuple(sorted(ids))
+
+
+def sampling_params(config: Config, tokenizer: Any) -> SamplingParams:
+    """How training replies are sampled: ``config.sampling``, and only action words' tokens
+    with ``env.constrain_to_actions``."""
+    env, sampling = config.env, config.sampling
+    allowed = None
+    if env.constrain_to_actions:
+        inner = rollenv.make(env.id, **env.make_kwargs).unwrapped
+        # a mixture samples the action words of every member
+        envs = (
+            [inner.member_env(i).unwrapped for i in range(len(inner.members))]
+            if isinstance(inner, rollenv.MixtureEnv)
+            else [inner]
+        )
+        if any(e.answer_format.tag is not None for e in envs):
+            raise ConfigError(
+                "env.constrain_to_actions samples only action words, which this env's "
+                "answer format rejects: set env.kwargs.answer_format.tag=null (with env.mix, "
+                "in each member's kwargs)"
+            )
+        words = tuple(dict.fromkeys(w for e in envs for w in e.action_words))
+        allowed = action_token_ids(tokenizer, words)
+    return SamplingParams(
+        max_new_tokens=sampling.max_new_tokens,
+        temperature=sampling.temperature,
+        top_p=sampling.top_p,
+        top_k=sampling.top_k,
+        stop_token_ids=(tokenizer.eos_token_id,),
+        allowed_token_ids=allowed,
+    )
