@@ -225,9 +225,33 @@ class OptimConfig(_Section):
     moments_from: str | None = None
 
 
+StrategyName = Literal["torch", "fsdp2", "deepspeed", "megatron"]
+
+
 class TrainConfig(_Section):
     steps: int = Field(100, gt=0)
     device: Literal["auto", "cpu", "cuda"] = "auto"
+    # torch: this process; fsdp2, deepspeed, megatron: a Ray group of `workers` train workers
+    strategy: StrategyName = "torch"
+    workers: int = Field(1, gt=0)
+    # Ray resources of each train worker (GPUs: 1 each where the cluster has them, if None)
+    worker_cpus: float = Field(1.0, ge=0.0)
+    worker_gpus: float | None = Field(None, ge=0.0)
+    worker_resources: dict[str, float] = {}
+    # memory the memory plan may count on per worker, in GiB (None: this machine's RAM shared by
+    # the workers, or one GPU's memory)
+    worker_memory_gib: float | None = Field(None, gt=0.0)
+    # deepspeed
+    zero_stage: int = Field(2, ge=1, le=3)
+    offload_optimizer: bool = False
+    offload_params: bool = False
+    # fsdp2: bfloat16 compute with float32 master weights where the device supports it
+    mixed_precision: bool = False
+    activation_checkpointing: bool = False
+    # megatron (GPUs only)
+    tensor_parallel: int = Field(1, gt=0)
+    pipeline_parallel: int = Field(1, gt=0)
+    context_parallel: int = Field(1, gt=0)
     seed: int = 0
     output_dir: str = "runs/latest"
     eval_every: int = Field(0, ge=0)
