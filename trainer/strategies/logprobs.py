@@ -12,6 +12,7 @@ sequence's results are the same as unpadded.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import torch
@@ -19,6 +20,7 @@ from torch import nn
 
 from trainer.batch import micro_batches, pad, pad_values
 from trainer.strategies.packing import (
+    base_config,
     pack,
     packed_attention,
     packed_positions,
@@ -89,6 +91,44 @@ def _decoder_and_head(model: nn.Module) -> tuple[nn.Module, nn.Module]:
     return base.get_decoder(), base.get_output_embeddings()
 
 
+class SelectedLogits(nn.Module):
+    """A causal LM's decoder, then its LM head only at the selected positions, in one forward.
+
+    One module, so that FSDP2 and DeepSpeed, which gather a sharded module's weights around
+    its ``forward``, see the decoder and the head (tied to the embeddings) in one call.
+
+    Args:
+        model: a causal LM (or a peft model around one).
+        value_head: an optional module mapping hidden states to values (PPO's critic), kept
+            here so that it is sharded and saved with the policy.
+    """
+
+    def __init__(self, model: nn.Module, value_head: nn.Module | None = None):
+        super().__init__()
+        self.model = model
+        self.value_head = value_head
+        self.config = base_config(model)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        position_ids: torch.Tensor | None,
+        rows: torch.Tensor,
+        cols: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(hidden states of every position, logits at (rows, cols))``."""
+        decoder, head = _decoder_and_head(self.model)
+        hidden = decoder(
+            input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids
+        ).last_hidden_state
+        return hidden, head(hidden[rows, cols])
+
+
 def _entropy_no_grad(logits: torch.Tensor, log_z: torch.Tensor) -> torch.Tensor:
     """``H = log Z - sum_v p_v z_v`` per row, without a gradient, a few rows at a time."""
     with torch.no_grad():
@@ -127,21 +167,21 @@ def score_tokens(
     (``attention_mask`` is ``None``; see ``trainer.strategies.packing``). The first token of
     each sequence is never selected (nothing in its own sequence predicts it).
     """
-    decoder, head = _decoder_and_head(model)
-    device = head.weight.device
+    scorer = model if isinstance(model, SelectedLogits) else SelectedLogits(model)
+    device = scorer.device
     input_ids, select = input_ids.to(device), select.to(device)
-    if packed_lengths is None:
-        hidden = decoder(
-            input_ids=input_ids, attention_mask=attention_mask.to(device)
-        ).last_hidden_state
-    else:
+    position_ids = None
+    if packed_lengths is not None:
         starts = torch.tensor([0, *packed_lengths[:-1]], device=device).cumsum(0)
         select = select.index_fill(1, starts, 0)
         position_ids = packed_positions(packed_lengths, device)
-        with packed_attention(model, packed_lengths):
-            hidden = decoder(input_ids=input_ids, position_ids=position_ids).last_hidden_state
+        attention_mask = None
+    else:
+        attention_mask = attention_mask.to(device)
     rows, cols = torch.nonzero(select[:, 1:] > 0, as_tuple=True)  # position cols predicts cols+1
-    logits = head(hidden[rows, cols]).float()
+    with packed_attention(scorer.model, packed_lengths) if packed_lengths else nullcontext():
+        hidden, logits = scorer(input_ids, attention_mask, position_ids, rows, cols)
+    logits = logits.float()
     if temperature != 1.0:
         logits = logits / temperature
     log_z = torch.logsumexp(logits, dim=-1)
@@ -191,11 +231,15 @@ def sequence_logprobs(
     temperature: float = 1.0,
     value_head: nn.Module | None = None,
     packing: bool = True,
+    min_micro_batches: int = 0,
 ) -> tuple[list[torch.Tensor], list[torch.Tensor] | None]:
     """Log-probs of the masked tokens of every sequence (and values, with a value head).
 
     ``packing``: pack each micro-batch into one row where the model supports it
     (:func:`~trainer.strategies.packing.supports_packing`); the results are the same.
+    ``min_micro_batches``: run at least this many forward passes, the extra ones on a
+    two-token filler whose results are dropped (sharded workers must each run as many
+    forwards as the others: every forward gathers weights from all of them).
     """
     packed = packing and supports_packing(model)
     logprobs: list[torch.Tensor | None] = [None] * len(sequences)
@@ -205,7 +249,13 @@ def sequence_logprobs(
     was_training = model.training
     model.eval()
     try:
-        for group in micro_batches([len(s) for s in sequences], token_budget, packed=packed):
+        groups = list(micro_batches([len(s) for s in sequences], token_budget, packed=packed))
+        for _ in range(min_micro_batches - len(groups)):
+            filler = Layout.of([[pad_id, pad_id]], pad_id, packed=packed)
+            scores = score_layout(model, filler, [torch.tensor([0.0, 1.0])])
+            if value_head is not None:
+                value_head(scores.hidden.float())
+        for group in groups:
             layout = Layout.of([sequences[i] for i in group], pad_id, packed=packed)
             scores = score_layout(model, layout, [masks[i] for i in group], temperature=temperature)
             group_logprobs = layout.rows(scores.logprobs)

@@ -46,14 +46,15 @@ class _Packed:
 _ACTIVE: ContextVar[_Packed | None] = ContextVar("rollenv_packed_sequences", default=None)
 
 
-def _base_config(model: nn.Module):
+def base_config(model: nn.Module):
+    """The Hugging Face config of a causal LM, or of the model a peft model wraps."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model  # LoRA (peft)
     return base.config
 
 
 def supports_packing(model: nn.Module) -> bool:
     """Whether ``model`` can run packed rows with results identical to padded ones."""
-    config = _base_config(model)
+    config = base_config(model)
     if getattr(config, "model_type", None) not in PACKABLE_MODEL_TYPES:
         return False
     if config._attn_implementation not in ("sdpa", "eager"):
@@ -110,7 +111,7 @@ def packed_attention(model: nn.Module, lengths: list[int]) -> Iterator[None]:
     attention would have crossed sequences).
     """
     _register()
-    config = _base_config(model)
+    config = base_config(model)
     previous = config._attn_implementation
     state = _Packed(list(lengths))
     token = _ACTIVE.set(state)

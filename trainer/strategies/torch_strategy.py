@@ -106,17 +106,42 @@ class TorchStrategy:
             self.value_head = nn.Linear(model.config.hidden_size, 1, device=self.device)
             nn.init.zeros_(self.value_head.weight)
             nn.init.zeros_(self.value_head.bias)
-        params = [p for p in self.model.parameters() if p.requires_grad]
+        self._prepare()
+        params = [p for _, p in self.trainable_parameters()]
+        self.optimizer = self._make_optimizer(
+            torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, betas=betas)
+        )
+
+    #: Whether every micro-batch runs even when it carries no weight (the sharded workers
+    #: subclassing this one: each forward and backward is a collective over all of them).
+    collective = False
+
+    def _prepare(self) -> None:
+        """Where a subclass shards the model (after LoRA and value head, before the optimizer)."""
+
+    def _make_optimizer(self, optimizer: torch.optim.Optimizer) -> torch.optim.Optimizer:
+        """Where a subclass wraps the optimizer (DeepSpeed)."""
+        return optimizer
+
+    def trainable_parameters(self) -> list[tuple[str, nn.Parameter]]:
+        """The trained parameters by name, in the optimizer's order (the value head's named
+        ``value_head.*``): the names checkpoints key the optimizer state by."""
+        named = [(n, p) for n, p in self.model.named_parameters() if p.requires_grad]
         if self.value_head is not None:
-            params += list(self.value_head.parameters())
-        self.optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, betas=betas)
+            named += [(f"value_head.{n}", p) for n, p in self.value_head.named_parameters()]
+        return named
 
     # ------------------------------------------------------------------ log-probs
     def sequence_logprobs(
-        self, sequences: list[list[int]], masks: list[torch.Tensor], *, with_values: bool = False
+        self,
+        sequences: list[list[int]],
+        masks: list[torch.Tensor],
+        *,
+        with_values: bool = False,
+        micro_batches_at_least: int = 0,
     ) -> tuple[list[torch.Tensor], list[torch.Tensor] | None]:
         return sequence_logprobs(
-            self.model,
+            self._scorer(),
             sequences,
             masks,
             pad_id=self.pad_id,
@@ -124,14 +149,21 @@ class TorchStrategy:
             temperature=self.loss.temperature,
             value_head=self.value_head if with_values else None,
             packing=self.packing,
+            min_micro_batches=micro_batches_at_least,
         )
 
     def reference_logprobs(
-        self, sequences: list[list[int]], masks: list[torch.Tensor]
+        self,
+        sequences: list[list[int]],
+        masks: list[torch.Tensor],
+        *,
+        micro_batches_at_least: int = 0,
     ) -> list[torch.Tensor]:
         if self.lora is not None:  # the reference is the base model: adapters switched off
             with self.model.disable_adapter():
-                return self.sequence_logprobs(sequences, masks)[0]
+                return self.sequence_logprobs(
+                    sequences, masks, micro_batches_at_least=micro_batches_at_least
+                )[0]
         if self._reference is None:
             raise RuntimeError("this strategy keeps no reference model (reference=False)")
         return sequence_logprobs(
@@ -145,62 +177,92 @@ class TorchStrategy:
         )[0]
 
     # ------------------------------------------------------------------ training
-    def train_step(self, batch: TokenBatch) -> dict[str, float]:
+    def train_step(
+        self, batch: TokenBatch, *, total: float | None = None, micro_batches_at_least: int = 0
+    ) -> dict[str, float]:
+        """One optimiser step on ``batch``; returns metrics.
+
+        ``total``: what the loss is normalised by (valid tokens for ``token-mean``, sequences
+        for ``seq-mean-*``), when ``batch`` is one worker's part of a larger batch: the
+        workers' gradients then add up to the whole batch's. ``micro_batches_at_least``: run
+        that many micro-batches, padding with weightless fillers (see :attr:`collective`).
+        """
         settings = self.loss
         per_sequence = settings.aggregation != "token-mean"
-        total = len(batch) if per_sequence else max(batch.valid_tokens, 1)
+        if total is None:
+            total = len(batch) if per_sequence else batch.valid_tokens
+        total = max(total, 1)
         sums: dict[str, float] = {}
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
-        for group in self._micro_batches(batch):
-            part = batch.select(group)
-            share = (len(group) if per_sequence else part.valid_tokens) / total
-            if share == 0:
+        parts = self._parts(batch, micro_batches_at_least)
+        for index, part in enumerate(parts):
+            share = (len(part) if per_sequence else part.valid_tokens) / total
+            if share == 0 and not self.collective:
                 continue
             loss, metrics = self._micro_batch_loss(part)
-            (loss * share).backward()
+            self._backward(loss * share, last=index == len(parts) - 1)
             for name, value in metrics.items():
                 sums[name] = sums.get(name, 0.0) + float(value) * share
-        params = [p for group in self.optimizer.param_groups for p in group["params"]]
-        max_norm = self.grad_clip if self.grad_clip is not None else float("inf")
-        grad_norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
-        self.optimizer.step()
-        sums["grad_norm"] = float(grad_norm)
+        sums["grad_norm"] = self._optimizer_step()
         sums["tokens"] = float(batch.valid_tokens)
         return sums
 
-    def supervised_step(self, batch: TokenBatch) -> dict[str, float]:
+    def supervised_step(
+        self, batch: TokenBatch, *, total: float | None = None, micro_batches_at_least: int = 0
+    ) -> dict[str, float]:
         """One optimiser step of next-token cross-entropy on the masked tokens (SFT).
 
         loss = - sum_t mask_t log p(token_t | tokens_<t) / sum_t mask_t
+
+        ``total`` and ``micro_batches_at_least`` as in :meth:`train_step`.
         """
-        total = max(batch.valid_tokens, 1)
+        total = max(batch.valid_tokens if total is None else total, 1)
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         nll_sum = 0.0
-        for group in self._micro_batches(batch):
-            part = batch.select(group)
+        parts = self._parts(batch, micro_batches_at_least)
+        for index, part in enumerate(parts):
             layout = Layout.of(part.token_ids, self.pad_id, packed=self.packing)
-            logprobs = score_layout(self.model, layout, part.loss_mask).logprobs
+            logprobs = score_layout(self._scorer(), layout, part.loss_mask).logprobs
             mask = layout.place(part.loss_mask).to(self.device)
             nll = -(logprobs * mask).sum() / total
-            nll.backward()
+            self._backward(nll, last=index == len(parts) - 1)
             nll_sum += nll.item()
+        grad_norm = self._optimizer_step()
+        tokens = float(batch.valid_tokens)
+        return {"sft/loss": nll_sum, "sft/grad_norm": grad_norm, "tokens": tokens}
+
+    def _parts(self, batch: TokenBatch, at_least: int) -> list[TokenBatch]:
+        """The micro-batches of ``batch``, then weightless fillers up to ``at_least``."""
+        parts = [batch.select(group) for group in self.micro_batch_groups(batch.token_ids)]
+        return parts + [_filler(batch, self.pad_id)] * (at_least - len(parts))
+
+    def micro_batch_groups(self, sequences: list[list[int]]) -> list[list[int]]:
+        """How this strategy cuts ``sequences`` into micro-batches (indices)."""
+        lengths = [len(s) for s in sequences]
+        return list(micro_batches(lengths, self.micro_batch_tokens, packed=self.packing))
+
+    def _scorer(self) -> nn.Module:
+        """What the forward passes go through (a sharded subclass's wrapped module)."""
+        return self.model
+
+    def _backward(self, loss: torch.Tensor, *, last: bool) -> None:
+        loss.backward()
+
+    def _optimizer_step(self) -> float:
+        """Clips the gradients' global norm, steps the optimizer; returns the norm."""
         params = [p for group in self.optimizer.param_groups for p in group["params"]]
         max_norm = self.grad_clip if self.grad_clip is not None else float("inf")
         grad_norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
         self.optimizer.step()
-        return {"sft/loss": nll_sum, "sft/grad_norm": float(grad_norm), "tokens": float(total)}
-
-    def _micro_batches(self, batch: TokenBatch) -> list[list[int]]:
-        lengths = [len(s) for s in batch.token_ids]
-        return list(micro_batches(lengths, self.micro_batch_tokens, packed=self.packing))
+        return float(grad_norm)
 
     def _micro_batch_loss(self, part: TokenBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         settings = self.loss
         layout = Layout.of(part.token_ids, self.pad_id, packed=self.packing)
         scores = score_layout(
-            self.model,
+            self._scorer(),
             layout,
             part.loss_mask,
             temperature=settings.temperature,
@@ -274,43 +336,95 @@ class TorchStrategy:
             self.model.unmerge_adapter()
         return merged
 
+    # Full (unsharded) values of a parameter and of its AdamW state; a sharded subclass
+    # gathers and scatters them (collectives: every worker calls them in the same order).
+    def _full_parameter(self, parameter: nn.Parameter) -> torch.Tensor:
+        return parameter.detach().cpu().clone()
+
+    def _set_full_parameter(self, parameter: nn.Parameter, value: torch.Tensor) -> None:
+        with torch.no_grad():
+            parameter.copy_(value)
+
+    def _full_optimizer_state(self, parameter: nn.Parameter) -> dict[str, torch.Tensor]:
+        state = self.optimizer.state.get(parameter, {})
+        return {k: v.detach().cpu().clone() for k, v in state.items()}
+
+    def _set_full_optimizer_state(
+        self, parameter: nn.Parameter, state: dict[str, torch.Tensor]
+    ) -> None:
+        self.optimizer.state[parameter] = {
+            k: v.to(parameter.device) if k != "step" else v.clone() for k, v in state.items()
+        }
+
+    def _writes_files(self) -> bool:
+        """Whether this process writes the checkpoint's files (one worker of a group does)."""
+        return True
+
     def save(self, folder: Path) -> None:
         """Writes ``model/`` (a Hugging Face folder, LoRA merged) and ``strategy.pt``.
 
-        ``strategy.pt`` holds the optimizer, the value head and, with LoRA, the adapters; full
-        weights live only in ``model/``.
+        ``strategy.pt`` holds the AdamW state keyed by parameter name (so that any strategy,
+        sharded over any number of workers, can resume it), the value head and, with LoRA,
+        the adapters; full weights live only in ``model/``.
         """
         folder = Path(folder)
+        weights = self.inference_state_dict()
+        optimizer = {  # every trained parameter's name, its state empty before the first step
+            name: self._full_optimizer_state(parameter)
+            for name, parameter in self.trainable_parameters()
+        }
+        trained = {name: self._full_parameter(p) for name, p in self.trainable_parameters()}
+        if not self._writes_files():
+            return
         base = self.model.get_base_model() if self.lora is not None else self.model
-        base.save_pretrained(folder / "model", state_dict=self.inference_state_dict())
-        adapters = None
-        if self.lora is not None:
-            adapters = {
-                n: p.detach().clone() for n, p in self.model.named_parameters() if p.requires_grad
-            }
+        base.save_pretrained(folder / "model", state_dict=weights)
         torch.save(
             {
-                "optimizer": self.optimizer.state_dict(),
-                "adapters": adapters,
-                "value_head": None if self.value_head is None else self.value_head.state_dict(),
+                "optimizer_by_name": optimizer,
+                "adapters": {k: v for k, v in trained.items() if "lora_" in k} or None,
+                "value_head": {
+                    k.removeprefix("value_head."): v
+                    for k, v in trained.items()
+                    if k.startswith("value_head.")
+                }
+                or None,
             },
             folder / "strategy.pt",
         )
 
     def load(self, folder: Path) -> None:
-        """Restores what ``save`` wrote: weights, value head and optimizer state."""
+        """Restores what ``save`` wrote (by any strategy): weights, value head, optimizer."""
         folder = Path(folder)
         state = torch.load(folder / "strategy.pt", weights_only=False)
-        with torch.no_grad():
-            if self.lora is not None:
-                parameters = dict(self.model.named_parameters())
-                for name, value in state["adapters"].items():
-                    parameters[name].copy_(value)
-            else:
-                load_model_folder_weights(self.model, folder / "model")
-        if self.value_head is not None and state["value_head"] is not None:
-            self.value_head.load_state_dict(state["value_head"])
-        self.optimizer.load_state_dict(state["optimizer"])
+        if self.lora is not None:
+            saved = state["adapters"] or {}
+            for name, parameter in self.trainable_parameters():
+                if name in saved:
+                    self._set_full_parameter(parameter, saved[name])
+        else:
+            self._load_model_folder(folder / "model")
+        if self.value_head is not None and state.get("value_head") is not None:
+            for name, parameter in self.value_head.named_parameters():
+                self._set_full_parameter(parameter, state["value_head"][name])
+        self._load_optimizer_state(state, folder)
+
+    def _load_model_folder(self, folder: Path) -> None:
+        load_model_folder_weights(self.model, folder)
+
+    def _load_optimizer_state(self, state: dict, folder: Path) -> None:
+        if "optimizer_by_name" not in state:  # written before checkpoints keyed it by name
+            self.optimizer.load_state_dict(state["optimizer"])
+            return
+        saved = state["optimizer_by_name"]
+        own = dict(self.trainable_parameters())
+        foreign = sorted(set(saved) - set(own))
+        if foreign:
+            raise ValueError(
+                f"{folder} holds the optimizer of other parameters (e.g. {foreign[0]!r})"
+            )
+        for name, parameter in own.items():
+            if saved.get(name):
+                self._set_full_optimizer_state(parameter, saved[name])
 
     def load_optimizer_moments(self, folder: Path) -> None:
         """Starts the optimizer from the moments in ``folder/strategy.pt``, keeping this
@@ -322,19 +436,32 @@ class TorchStrategy:
         path = Path(folder) / "strategy.pt"
         if not path.exists():
             raise FileNotFoundError(f"optim.moments_from: no {path} (a checkpoint folder has one)")
-        saved = torch.load(path, weights_only=False)["optimizer"]
+        saved = torch.load(path, weights_only=False)
         settings = [
             {k: v for k, v in group.items() if k != "params"}
             for group in self.optimizer.param_groups
         ]
         try:
-            self.optimizer.load_state_dict(saved)
+            self._load_optimizer_state(saved, path.parent)
         except ValueError as error:
-            raise ValueError(
-                f"optim.moments_from: {path} holds the optimizer of other parameters ({error})"
-            ) from None
+            raise ValueError(f"optim.moments_from: {error}") from None
         for group, own in zip(self.optimizer.param_groups, settings, strict=True):
             group.update(own)
+
+
+def _filler(batch: TokenBatch, pad_id: int) -> TokenBatch:
+    """A two-token micro-batch carrying no weight, shaped like ``batch``'s parts (its loss is
+    multiplied by 0, so it changes no gradient; it only keeps sharded workers in step)."""
+    zeros = [torch.zeros(2)]
+    return TokenBatch(
+        token_ids=[[pad_id, pad_id]],
+        loss_mask=[torch.tensor([0.0, 1.0])],
+        advantages=zeros,
+        old_logprobs=zeros,
+        ref_logprobs=None if batch.ref_logprobs is None else zeros,
+        old_values=None if batch.old_values is None else zeros,
+        returns=None if batch.returns is None else zeros,
+    )
 
 
 def load_model_folder_weights(model: nn.Module, folder: Path) -> None:
