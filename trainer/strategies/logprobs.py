@@ -129,6 +129,19 @@ class SelectedLogits(nn.Module):
         return hidden, head(hidden[rows, cols])
 
 
+def _scorer_of(model: nn.Module) -> tuple[nn.Module, SelectedLogits]:
+    """What to call for a forward, and the :class:`SelectedLogits` it runs: ``model`` itself,
+    an engine around one (DeepSpeed's forward must go through its engine), or a new one
+    around a causal LM."""
+    if isinstance(model, SelectedLogits):
+        return model, model
+    inner = getattr(model, "module", None)
+    if isinstance(inner, SelectedLogits):
+        return model, inner
+    wrapped = SelectedLogits(model)
+    return wrapped, wrapped
+
+
 def _entropy_no_grad(logits: torch.Tensor, log_z: torch.Tensor) -> torch.Tensor:
     """``H = log Z - sum_v p_v z_v`` per row, without a gradient, a few rows at a time."""
     with torch.no_grad():
@@ -167,8 +180,8 @@ def score_tokens(
     (``attention_mask`` is ``None``; see ``trainer.strategies.packing``). The first token of
     each sequence is never selected (nothing in its own sequence predicts it).
     """
-    scorer = model if isinstance(model, SelectedLogits) else SelectedLogits(model)
-    device = scorer.device
+    scorer, selected = _scorer_of(model)
+    device = selected.device
     input_ids, select = input_ids.to(device), select.to(device)
     position_ids = None
     if packed_lengths is not None:
@@ -179,7 +192,7 @@ def score_tokens(
     else:
         attention_mask = attention_mask.to(device)
     rows, cols = torch.nonzero(select[:, 1:] > 0, as_tuple=True)  # position cols predicts cols+1
-    with packed_attention(scorer.model, packed_lengths) if packed_lengths else nullcontext():
+    with packed_attention(selected.model, packed_lengths) if packed_lengths else nullcontext():
         hidden, logits = scorer(input_ids, attention_mask, position_ids, rows, cols)
     logits = logits.float()
     if temperature != 1.0:
@@ -241,7 +254,7 @@ def sequence_logprobs(
     two-token filler whose results are dropped (sharded workers must each run as many
     forwards as the others: every forward gathers weights from all of them).
     """
-    packed = packing and supports_packing(model)
+    packed = packing and supports_packing(_scorer_of(model)[1])
     logprobs: list[torch.Tensor | None] = [None] * len(sequences)
     values: list[torch.Tensor | None] | None = (
         None if value_head is None else [None] * len(sequences)

@@ -1,0 +1,153 @@
+"""``RayStrategy``: the :class:`~trainer.strategies.base.Strategy` of a Ray group of train
+workers (FSDP2 or DeepSpeed ZeRO), driven by the pipeline as its single controller.
+
+Each call splits the sequences across the workers by tokens
+(:func:`~trainer.strategies.token_balance.split_by_tokens`), sends each worker its part with
+the whole batch's normaliser, and puts the results back in the batch's order. Metrics come
+back weighted by each part's share of the batch, so their sum over the workers is the
+batch's value; the gradient norm is the same on every worker (it is computed over the
+gathered gradient).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import torch
+
+from trainer.batch import TokenBatch
+from trainer.strategies.token_balance import split_by_tokens
+from trainer.strategies.worker_group import TrainWorkerGroup, WorkerSpec
+
+#: Metrics that are the same on every worker, not shares to add up.
+_SHARED_METRICS = ("grad_norm", "sft/grad_norm")
+
+
+class RayStrategy:
+    """Policy updates on a :class:`TrainWorkerGroup`.
+
+    Args:
+        spec: what each worker builds (strategy, model, options).
+        workers: the group's size.
+        cpus, gpus, resources: Ray resources of each worker.
+        per_sequence: the loss is normalised by sequences (``seq-mean-*``), not tokens.
+        bucket_mb: the most weight bytes gathered at once for a weight sync.
+    """
+
+    def __init__(
+        self,
+        spec: WorkerSpec,
+        *,
+        workers: int,
+        cpus: float = 1.0,
+        gpus: float = 0.0,
+        resources: dict[str, float] | None = None,
+        per_sequence: bool = False,
+        bucket_mb: float = 64.0,
+    ):
+        self.spec = spec
+        self.per_sequence = per_sequence
+        self.bucket_bytes = int(bucket_mb * 2**20)
+        self.group = TrainWorkerGroup(
+            spec, workers=workers, cpus=cpus, gpus=gpus, resources=resources
+        )
+
+    @property
+    def workers(self) -> int:
+        return len(self.group)
+
+    # ------------------------------------------------------------------ log-probs
+    def sequence_logprobs(
+        self, sequences: list[list[int]], masks: list[torch.Tensor], *, with_values: bool = False
+    ) -> tuple[list[torch.Tensor], list[torch.Tensor] | None]:
+        logprobs, values = self._scores(sequences, masks, with_values, reference=False)
+        return logprobs, values if with_values else None
+
+    def reference_logprobs(
+        self, sequences: list[list[int]], masks: list[torch.Tensor]
+    ) -> list[torch.Tensor]:
+        return self._scores(sequences, masks, False, reference=True)[0]
+
+    def _scores(self, sequences, masks, with_values: bool, *, reference: bool):
+        parts = split_by_tokens([len(s) for s in sequences], self.workers)
+        results = self.group.call(
+            "sequence_logprobs",
+            [
+                ([sequences[i] for i in part], [masks[i] for i in part], with_values, reference)
+                for part in parts
+            ],
+        )
+        logprobs: list = [None] * len(sequences)
+        values: list = [None] * len(sequences)
+        for part, result in zip(parts, results, strict=True):
+            part_logprobs, part_values = result if not reference else (result, None)
+            for row, index in enumerate(part):
+                logprobs[index] = part_logprobs[row]
+                if part_values is not None:
+                    values[index] = part_values[row]
+        return logprobs, values
+
+    # ------------------------------------------------------------------ training
+    def train_step(self, batch: TokenBatch) -> dict[str, float]:
+        return self._update("rl", batch, len(batch) if self.per_sequence else batch.valid_tokens)
+
+    def supervised_step(self, batch: TokenBatch) -> dict[str, float]:
+        return self._update("sft", batch, batch.valid_tokens)
+
+    def _update(self, kind: str, batch: TokenBatch, total: float) -> dict[str, float]:
+        parts = split_by_tokens([len(s) for s in batch.token_ids], self.workers)
+        results = self.group.call("update", [(kind, batch.select(part), total) for part in parts])
+        metrics: dict[str, float] = {}
+        for result in results:
+            for name, value in result.items():
+                if name in _SHARED_METRICS:
+                    metrics[name] = value
+                else:
+                    metrics[name] = metrics.get(name, 0.0) + value
+        return metrics
+
+    # ------------------------------------------------------------------ weights
+    def weight_buckets(self) -> Iterator[dict[str, torch.Tensor]]:
+        """The full policy weights, gathered from the shards ``bucket_mb`` at a time."""
+        sizes = self.group.run("weight_sizes")[0]
+        bucket: list[str] = []
+        held = 0
+        for name, size in sizes.items():
+            if bucket and held + size > self.bucket_bytes:
+                yield self._gather(bucket)
+                bucket, held = [], 0
+            bucket.append(name)
+            held += size
+        if bucket:
+            yield self._gather(bucket)
+
+    def _gather(self, names: list[str]) -> dict[str, torch.Tensor]:
+        return self.group.call("gather_weights", [(names,)] * self.workers)[0]
+
+    def inference_state_dict(self) -> dict[str, torch.Tensor]:
+        """Full weights for a generator, assembled bucket by bucket."""
+        weights: dict[str, torch.Tensor] = {}
+        for bucket in self.weight_buckets():
+            weights.update(bucket)
+        return weights
+
+    def local_bytes(self) -> list[dict[str, int]]:
+        """Each worker's bytes of parameters and optimizer state."""
+        return self.group.run("local_bytes")
+
+    def save(self, folder: Path) -> None:
+        """The same files as :class:`TorchStrategy` (written by worker 0: the folder must be
+        on storage every node reaches, as a Ray cluster's shared storage is)."""
+        self.group.run("save", Path(folder))
+
+    def load(self, folder: Path) -> None:
+        self.group.run("load", Path(folder))
+
+    def load_optimizer_moments(self, folder: Path) -> None:
+        self.group.run("load_optimizer_moments", Path(folder))
+
+    def close(self) -> None:
+        """Stops the workers."""
+        if self.group.actors:
+            self.group.shutdown()

@@ -1,0 +1,350 @@
+"""One train worker's share of a sharded policy update: FSDP2 and DeepSpeed ZeRO.
+
+Each class is a :class:`~trainer.strategies.torch_strategy.TorchStrategy` whose model is
+sharded over the ``torch.distributed`` process group this worker belongs to (gloo on CPU,
+NCCL on GPU); a :class:`~trainer.strategies.worker_group.TrainWorkerGroup` holds one per
+worker, and :class:`~trainer.strategies.ray_strategy.RayStrategy` drives them.
+
+Every worker trains on its own part of the batch, normalised by the *whole* batch's total
+(``train_step(part, total=...)``), so the sum of the workers' gradients is the gradient one
+process would compute. FSDP2 and DeepSpeed average gradients over the workers, so the loss
+is multiplied by the world size first:
+
+    grad = sum_w grad(loss_w)  =  mean_w grad(world * loss_w)
+
+Every forward and backward gathers weights from all workers, so each worker runs the same
+number of micro-batches (the longest count, the others padded with weightless fillers).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from trainer.strategies.logprobs import SelectedLogits
+from trainer.strategies.torch_strategy import TorchStrategy
+
+
+def _decoder_layers(model: nn.Module) -> list[nn.Module]:
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return list(base.get_decoder().layers)
+
+
+class _ShardedStrategy(TorchStrategy):
+    collective = True
+
+    def __init__(self, model: nn.Module, **options):
+        if options.get("lora") is not None:
+            raise ValueError(
+                "model.lora trains with train.strategy=torch only (its adapters are small "
+                "enough for one process); remove model.lora or use train.strategy=torch"
+            )
+        self.world = dist.get_world_size()
+        self.rank = dist.get_rank()
+        super().__init__(model, **options)
+
+    def _scorer(self) -> nn.Module:
+        return self.scorer
+
+    def _writes_files(self) -> bool:
+        return self.rank == 0
+
+    def inference_state_dict(self) -> dict[str, torch.Tensor]:
+        """The full policy weights, gathered from the shards (every worker must call it)."""
+        return self.gather_weights(list(self.model.state_dict(keep_vars=True)))
+
+    def gather_weights(self, names: list[str]) -> dict[str, torch.Tensor]:
+        """Full values of these policy tensors (a collective: all workers, same names)."""
+        tensors = self.model.state_dict(keep_vars=True)
+        gathered: dict[int, torch.Tensor] = {}
+        out = {}
+        for name in names:
+            tensor = tensors[name]
+            if id(tensor) not in gathered:  # tied weights are gathered once
+                gathered[id(tensor)] = (
+                    self._full_parameter(tensor)
+                    if isinstance(tensor, nn.Parameter)
+                    else tensor.detach().cpu()
+                )
+            out[name] = gathered[id(tensor)]
+        return out
+
+    def weight_sizes(self) -> dict[str, int]:
+        """Bytes of each full policy tensor, by name (for the weight sync's buckets)."""
+        sizes = {}
+        for name, tensor in self.model.state_dict(keep_vars=True).items():
+            shape = getattr(tensor, "ds_shape", None) or tensor.shape  # ZeRO-3 keeps it aside
+            sizes[name] = int(torch.Size(shape).numel()) * tensor.element_size()
+        return sizes
+
+    def _load_model_folder(self, folder) -> None:
+        from safetensors.torch import load_file
+
+        weights: dict[str, torch.Tensor] = {}
+        for file in sorted(folder.glob("*.safetensors")):
+            weights.update(load_file(file))
+        for name, parameter in self.model.named_parameters():
+            if name not in weights:
+                raise ValueError(f"checkpoint {folder} has no weight {name!r}")
+            self._set_full_parameter(parameter, weights[name])
+
+    def agreed_count(self, count: int) -> int:
+        """The largest ``count`` over the workers (each runs that many micro-batches)."""
+        value = torch.tensor([count], dtype=torch.long)
+        dist.all_reduce(value, op=dist.ReduceOp.MAX)
+        return int(value.item())
+
+    def local_bytes(self) -> dict[str, int]:
+        """Bytes this worker holds of parameters and of optimizer state (sharding is real
+        when these are about 1/world of one process's)."""
+        raise NotImplementedError
+
+
+class FSDP2Strategy(_ShardedStrategy):
+    """``torch.distributed.fsdp.fully_shard`` over every decoder layer and the whole policy:
+    parameters, gradients and optimizer state are split evenly across the workers.
+
+    Args:
+        model: the policy (sharded in place).
+        mixed_precision: compute in bfloat16, keep float32 weights and gradient reduction.
+        activation_checkpointing: recompute each layer's activations in the backward pass.
+        **options: as :class:`TorchStrategy` (LoRA is refused).
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        *,
+        mixed_precision: bool = False,
+        activation_checkpointing: bool = False,
+        **options,
+    ):
+        self._mixed_precision = mixed_precision
+        self._activation_checkpointing = activation_checkpointing
+        super().__init__(model, **options)
+
+    def _prepare(self) -> None:
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+        shard_options = {}
+        if self._mixed_precision:
+            shard_options["mp_policy"] = MixedPrecisionPolicy(
+                param_dtype=torch.bfloat16, reduce_dtype=torch.float32
+            )
+        if self._activation_checkpointing:
+            self.model.gradient_checkpointing_enable(
+                gradient_checkpointing_kwargs={"use_reentrant": False}
+            )
+        for layer in _decoder_layers(self.model):
+            fully_shard(layer, **shard_options)
+        if self.value_head is not None:  # its own unit: it is called outside the policy's forward
+            fully_shard(self.value_head)
+        self.scorer = fully_shard(SelectedLogits(self.model), **shard_options)
+
+    def _backward(self, loss: torch.Tensor, *, last: bool) -> None:
+        (loss * self.world).backward()
+
+    def _optimizer_step(self) -> float:
+        params = [p for group in self.optimizer.param_groups for p in group["params"]]
+        max_norm = self.grad_clip if self.grad_clip is not None else float("inf")
+        grad_norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
+        self.optimizer.step()
+        return float(_full(grad_norm))
+
+    def _full_parameter(self, parameter: nn.Parameter) -> torch.Tensor:
+        return _full(parameter.detach()).cpu().clone()
+
+    def _set_full_parameter(self, parameter: nn.Parameter, value: torch.Tensor) -> None:
+        with torch.no_grad():
+            _local(parameter).copy_(_shard_like(value.to(parameter.dtype), parameter))
+
+    def _full_optimizer_state(self, parameter: nn.Parameter) -> dict[str, torch.Tensor]:
+        state = self.optimizer.state.get(parameter, {})
+        return {k: _full(v).cpu().clone() for k, v in state.items()}
+
+    def _set_full_optimizer_state(
+        self, parameter: nn.Parameter, state: dict[str, torch.Tensor]
+    ) -> None:
+        from torch.distributed.tensor import DTensor
+
+        own = {}
+        for key, value in state.items():
+            if key == "step" or not isinstance(parameter, DTensor):
+                own[key] = value.clone()
+            else:
+                local = _shard_like(value.to(parameter.dtype), parameter)
+                own[key] = DTensor.from_local(
+                    local.to(parameter.device),
+                    parameter.device_mesh,
+                    parameter.placements,
+                    shape=parameter.shape,
+                    stride=parameter.stride(),
+                )
+        self.optimizer.state[parameter] = own
+
+    def local_bytes(self) -> dict[str, int]:
+        parameters = sum(_local(p).numel() * p.element_size() for p in self.scorer.parameters())
+        optimizer = sum(
+            _local(v).numel() * v.element_size()
+            for state in self.optimizer.state.values()
+            for k, v in state.items()
+            if k != "step"
+        )
+        return {"parameters": parameters, "optimizer": optimizer}
+
+
+def _full(tensor: torch.Tensor) -> torch.Tensor:
+    from torch.distributed.tensor import DTensor
+
+    return tensor.full_tensor() if isinstance(tensor, DTensor) else tensor
+
+
+def _local(tensor: torch.Tensor) -> torch.Tensor:
+    from torch.distributed.tensor import DTensor
+
+    return tensor.to_local() if isinstance(tensor, DTensor) else tensor
+
+
+def _shard_like(value: torch.Tensor, parameter: torch.Tensor) -> torch.Tensor:
+    """This worker's shard of a full ``value`` laid out as the DTensor ``parameter``."""
+    from torch.distributed.tensor import DTensor, distribute_tensor
+
+    if not isinstance(parameter, DTensor):
+        return value
+    return distribute_tensor(
+        value.to(parameter.device), parameter.device_mesh, parameter.placements
+    ).to_local()
+
+
+class DeepSpeedStrategy(_ShardedStrategy):
+    """DeepSpeed ZeRO stage 1 (optimizer state sharded), 2 (and gradients) or 3 (and
+    parameters), around this project's own AdamW (no fused-Adam build on CPU).
+
+    Args:
+        model: the policy.
+        zero_stage: 1, 2 or 3.
+        offload_optimizer: keep the optimizer state in CPU memory (GPU runs).
+        offload_params: keep the parameters in CPU memory (stage 3, GPU runs).
+        **options: as :class:`TorchStrategy` (LoRA is refused).
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        *,
+        zero_stage: int = 2,
+        offload_optimizer: bool = False,
+        offload_params: bool = False,
+        **options,
+    ):
+        if zero_stage not in (1, 2, 3):
+            raise ValueError(f"train.zero_stage must be 1, 2 or 3, got {zero_stage}")
+        self.zero_stage = zero_stage
+        self._offload_optimizer = offload_optimizer
+        self._offload_params = offload_params
+        super().__init__(model, **options)
+
+    def _prepare(self) -> None:
+        self.scorer = SelectedLogits(self.model, self.value_head)
+
+    def _make_optimizer(self, optimizer: torch.optim.Optimizer) -> torch.optim.Optimizer:
+        import deepspeed
+
+        zero: dict = {"stage": self.zero_stage}
+        if self._offload_optimizer:
+            zero["offload_optimizer"] = {"device": "cpu"}
+        if self._offload_params:
+            zero["offload_param"] = {"device": "cpu"}
+        config = {
+            "train_micro_batch_size_per_gpu": 1,  # batches are cut by tokens, not by this
+            "gradient_accumulation_steps": 1,
+            "gradient_clipping": self.grad_clip or 0.0,
+            "zero_optimization": zero,
+            "zero_allow_untested_optimizer": True,  # torch's AdamW, on purpose
+            "steps_per_print": 2**31 - 1,
+        }
+        self.engine, wrapped, _, _ = deepspeed.initialize(
+            model=self.scorer, optimizer=optimizer, config=config
+        )
+        return wrapped
+
+    def _scorer(self) -> nn.Module:
+        return self.engine
+
+    def _backward(self, loss: torch.Tensor, *, last: bool) -> None:
+        self.engine.set_gradient_accumulation_boundary(last)
+        self.engine.backward(loss * self.world)
+
+    def _optimizer_step(self) -> float:
+        self.engine.step()
+        return float(self.engine.get_global_grad_norm() or 0.0)
+
+    def _flat_partitions(self) -> list[torch.Tensor]:
+        """The float32 partitions this worker's inner AdamW steps (its state's keys)."""
+        if self.zero_stage == 3:
+            return list(self.optimizer.fp32_partitioned_groups_flat)
+        return list(self.optimizer.single_partition_of_fp32_groups)
+
+    def _inner_state(self) -> dict:
+        return self.optimizer.optimizer.state
+
+    def _full_parameter(self, parameter: nn.Parameter) -> torch.Tensor:
+        from deepspeed.utils import safe_get_full_fp32_param
+
+        return safe_get_full_fp32_param(parameter).detach().cpu().clone()
+
+    def _set_full_parameter(self, parameter: nn.Parameter, value: torch.Tensor) -> None:
+        import deepspeed
+        from deepspeed.utils import safe_set_full_fp32_param
+
+        value = value.to(torch.float32)
+        with torch.no_grad():
+            if self.zero_stage == 3:  # the working copy, re-partitioned on leaving
+                with deepspeed.zero.GatheredParameters([parameter], modifier_rank=0):
+                    if self.rank == 0:
+                        parameter.copy_(value.to(parameter.dtype))
+            else:
+                parameter.copy_(value.to(parameter.dtype))
+        safe_set_full_fp32_param(parameter, value)  # the optimizer's float32 master copy
+
+    def _full_optimizer_state(self, parameter: nn.Parameter) -> dict[str, torch.Tensor]:
+        from deepspeed.utils import safe_get_full_optimizer_state
+
+        state = self._inner_state()
+        if not state:  # no step taken yet
+            return {}
+        step = next(iter(state.values()))["step"]
+        full = {"step": torch.as_tensor(step, dtype=torch.float32).clone()}
+        for key in ("exp_avg", "exp_avg_sq"):
+            full[key] = safe_get_full_optimizer_state(parameter, key).detach().cpu().clone()
+        return full
+
+    def _set_full_optimizer_state(
+        self, parameter: nn.Parameter, state: dict[str, torch.Tensor]
+    ) -> None:
+        from deepspeed.utils import safe_set_full_optimizer_state
+
+        inner = self._inner_state()
+        for flat in self._flat_partitions():
+            slot = inner.setdefault(flat, {})
+            slot["step"] = state["step"].clone()
+            for key in ("exp_avg", "exp_avg_sq"):
+                slot.setdefault(key, torch.zeros_like(flat))
+        for key in ("exp_avg", "exp_avg_sq"):
+            safe_set_full_optimizer_state(parameter, state[key].to(torch.float32), key)
+
+    def local_bytes(self) -> dict[str, int]:
+        if self.zero_stage == 3:
+            parameters = sum(
+                p.ds_tensor.numel() * p.ds_tensor.element_size() for p in self.scorer.parameters()
+            )
+        else:
+            parameters = sum(p.numel() * p.element_size() for p in self.scorer.parameters())
+        optimizer = sum(
+            v.numel() * v.element_size()
+            for state in self._inner_state().values()
+            for k, v in state.items()
+            if k != "step"
+        )
+        return {"parameters": parameters, "optimizer": optimizer}
