@@ -123,9 +123,24 @@ def _add_train_command(commands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--ray-address",
         metavar="ADDRESS",
-        help="join this Ray cluster (e.g. 10.0.0.5:6379) instead; implies --ray",
+        help="join this Ray cluster (e.g. 10.0.0.5:6379) instead; implies --ray (the train "
+        "workers of --strategy fsdp2/deepspeed run there too)",
     )
+    _add_strategy_options(parser)
     parser.set_defaults(handler=run_train)
+
+
+def _add_strategy_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--strategy",
+        choices=["torch", "fsdp2", "deepspeed", "megatron"],
+        help="train.strategy: torch (this process, the default), or a Ray group of train "
+        "workers sharding the update: fsdp2, deepspeed (ZeRO, --set train.zero_stage=1|2|3), "
+        "megatron (GPUs)",
+    )
+    parser.add_argument(
+        "--workers", type=positive_int, help="train.workers: the train workers (1 for torch)"
+    )
 
 
 def _add_sft_command(commands: argparse._SubParsersAction) -> None:
@@ -141,6 +156,7 @@ def _add_sft_command(commands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--resume", action="store_true", help="continue the run's unfinished warm start"
     )
+    _add_strategy_options(parser)
     parser.set_defaults(handler=run_sft)
 
 
@@ -291,11 +307,15 @@ def _run_with_config(args: argparse.Namespace, function: str) -> int:
     from trainer import launch
     from trainer.config import ConfigError
     from trainer.models import ModelLoadError
+    from trainer.strategies.worker_group import TrainWorkerError as TrainWorkerFailure
 
     try:
         return getattr(launch, function)(args)
     except (ConfigError, UnknownEnvError, ModelLoadError) as error:
         raise UsageError(str(error)) from None
+    except TrainWorkerFailure as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -42,6 +42,8 @@ def config_from_args(args: argparse.Namespace) -> Config:
         ("steps", "train.steps"),
         ("output", "train.output_dir"),
         ("seed", "train.seed"),
+        ("strategy", "train.strategy"),
+        ("workers", "train.workers"),
     ):
         value = getattr(args, flag, None)
         if value is not None:

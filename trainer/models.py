@@ -603,6 +603,27 @@ def load_model(
     )
 
 
+def model_config(name_or_path: str = DEFAULT_MODEL, *, seed: int = 0) -> Any | None:
+    """The Hugging Face config of a model, read without its weights, or ``None`` where that
+    needs the weights (SmolLM2 before its first conversion from the GGUF).
+
+    Example:
+        >>> model_config("tiny-random").num_hidden_layers
+        2
+    """
+    from transformers import AutoConfig
+
+    name = str(name_or_path)
+    if name == "tiny-random":
+        return tiny_random_config(_smollm2_tokenizer())
+    if name == "smollm2-135m":
+        folder = _smollm2_model_dir()
+        return AutoConfig.from_pretrained(folder) if is_valid_cache_dir(folder) else None
+    if Path(name).expanduser().is_dir():
+        return AutoConfig.from_pretrained(Path(name).expanduser())
+    return None
+
+
 def load_tokenizer(name_or_path: str = DEFAULT_MODEL) -> PreTrainedTokenizerBase:
     """Loads only the tokenizer of a model :func:`load_model` accepts.
 

@@ -164,9 +164,15 @@ class Pipeline:
         policy, self.tokenizer = load_model(model_name, seed=config.train.seed)
         device = resolve_device(config.train.device)
         policy.to(device)
-        # the generator's own copy, taken before the strategy wraps the policy (LoRA)
-        generator_model = copy.deepcopy(policy) if config.rollout.mode == "local" else None
-        self.strategy = build_strategy(config, policy, self.tokenizer.pad_token_id)
+        # the generator's own copy, taken before the strategy wraps the policy (LoRA); a Ray
+        # group of train workers loads its own, so the generator takes this one
+        distributed = config.train.strategy != "torch"
+        generator_model = None
+        if config.rollout.mode == "local":
+            generator_model = policy if distributed else copy.deepcopy(policy)
+        self.strategy = build_strategy(
+            config, policy, self.tokenizer.pad_token_id, model_name=model_name
+        )
         if config.optim.moments_from is not None:
             self.strategy.load_optimizer_moments(Path(config.optim.moments_from))
         self.sampling = sampling_params(config, self.tokenizer)
@@ -336,10 +342,13 @@ class Pipeline:
             self.generator.update_weights(state)
 
     def close(self) -> None:
-        """Stops the Ray actors of a ``rollout.mode=ray`` run (nothing to do otherwise)."""
+        """Stops the Ray actors of a ``rollout.mode=ray`` run and the train workers of a
+        distributed strategy (nothing to do otherwise)."""
         if self.rollouts is not None:
             self.rollouts.shutdown()
             self.rollouts = None
+        if hasattr(self.strategy, "close"):
+            self.strategy.close()
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> dict[str, float]:

@@ -117,6 +117,8 @@ class OracleSFT:
         self.strategy = build_strategy(
             config, self.model, self.tokenizer.pad_token_id, lr=config.sft.lr
         )
+        if config.train.strategy != "torch":
+            self.model = None  # the train workers hold their own copies
         # no generator: the oracle writes every reply
         self.manager = EnvManager.from_config(config, self.tokenizer, None, group_size=1)
         self.metrics = MetricsLogger(

@@ -1,5 +1,9 @@
 """The training strategy and device a config asks for.
 
+``train.strategy=torch`` trains in this process; ``fsdp2`` and ``deepspeed`` start a Ray group
+of ``train.workers`` train workers (:class:`~trainer.strategies.ray_strategy.RayStrategy`),
+after a memory plan has shown that the config fits them.
+
 Example:
     >>> from trainer.strategies.from_config import resolve_device
     >>> resolve_device("cpu")
@@ -8,12 +12,22 @@ Example:
 
 from __future__ import annotations
 
+import importlib.util
+
 import torch
 
 from trainer.config import Config, ConfigError
+from trainer.extras import INSTALL_COMMANDS
 from trainer.strategies.torch_strategy import LossSettings, TorchStrategy
 
-__all__ = ["build_strategy", "resolve_device"]
+__all__ = ["build_strategy", "check_strategy", "resolve_device"]
+
+#: What each distributed strategy needs installed (module, extra).
+_NEEDS = {
+    "fsdp2": None,
+    "deepspeed": ("deepspeed", "deepspeed"),
+    "megatron": ("megatron", "megatron"),
+}
 
 
 def resolve_device(setting: str) -> torch.device:
@@ -25,15 +39,11 @@ def resolve_device(setting: str) -> torch.device:
     return torch.device(setting)
 
 
-def build_strategy(
-    config: Config, model: torch.nn.Module, pad_id: int, *, lr: float | None = None
-) -> TorchStrategy:
-    """The torch strategy a config describes (``lr`` overrides ``optim.lr``, as SFT does)."""
+def strategy_options(config: Config, *, lr: float | None = None) -> dict:
+    """:class:`TorchStrategy` keyword arguments (``lr`` overrides ``optim.lr``, as SFT does)."""
     algorithm = config.algorithm
-    return TorchStrategy(
-        model,
-        pad_id=pad_id,
-        loss=LossSettings(
+    return {
+        "loss": LossSettings(
             clip_low=algorithm.clip_low,
             clip_high=algorithm.clip_high,
             dual_clip=algorithm.dual_clip,
@@ -45,11 +55,156 @@ def build_strategy(
             value_coef=algorithm.value_coef,
             temperature=max(config.sampling.temperature, 1e-6),
         ),
-        lr=config.optim.lr if lr is None else lr,
-        weight_decay=config.optim.weight_decay,
-        grad_clip=config.optim.grad_clip,
-        micro_batch_tokens=config.optim.micro_batch_tokens,
-        lora=config.model.lora,
-        value_head=algorithm.name == "ppo",
-        reference=algorithm.kl_coef > 0,
+        "lr": config.optim.lr if lr is None else lr,
+        "weight_decay": config.optim.weight_decay,
+        "grad_clip": config.optim.grad_clip,
+        "micro_batch_tokens": config.optim.micro_batch_tokens,
+        "lora": config.model.lora,
+        "value_head": algorithm.name == "ppo",
+        "reference": algorithm.kl_coef > 0,
+    }
+
+
+def check_strategy(config: Config) -> None:
+    """Refuses, in one line each, a strategy this machine cannot run: not installed, GPU-only
+    without a GPU, more workers than the Ray cluster has CPUs or GPUs, LoRA where unsupported,
+    or a memory plan that does not fit. Starts Ray if needed (it reads the cluster's size)."""
+    train = config.train
+    if train.strategy == "torch":
+        if train.workers != 1:
+            raise ConfigError(
+                f"train.strategy=torch trains in this process: train.workers must be 1 (got "
+                f"{train.workers}); use train.strategy=fsdp2 or deepspeed for more workers"
+            )
+        return
+    needed = _NEEDS[train.strategy]
+    if needed is not None and importlib.util.find_spec(needed[0]) is None:
+        command = INSTALL_COMMANDS.get(needed[1], f"pip install 'rollenv[{needed[1]}]'")
+        raise ConfigError(
+            f"train.strategy={train.strategy} needs {needed[0]}, which is not installed: {command}"
+        )
+    cuda = resolve_device(train.device).type == "cuda"
+    if train.strategy == "megatron":
+        raise ConfigError(
+            "train.strategy=megatron needs CUDA GPUs (megatron-core's parallel layers and its "
+            "RNG tracker are CUDA-only)"
+            + ("" if cuda else "; on this machine use train.strategy=fsdp2 or deepspeed")
+            + (
+                ". Its weight conversion is ready (trainer/strategies/megatron_weights.py); the "
+                "strategy itself is not built yet"
+                if cuda
+                else ""
+            )
+        )
+    if config.model.lora is not None:
+        raise ConfigError(
+            f"model.lora trains with train.strategy=torch only, not {train.strategy} (LoRA "
+            "adapters are small enough for one process); remove model.lora or use torch"
+        )
+    _check_cluster(config, cuda)
+    _check_memory(config)
+
+
+def _check_cluster(config: Config, cuda: bool) -> None:
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(address=config.rollout.ray_address, include_dashboard=False, log_to_driver=False)
+    train = config.train
+    total = ray.cluster_resources()
+    cpus_needed = train.workers * train.worker_cpus
+    if config.rollout.mode == "ray":
+        rollout = config.rollout
+        cpus_needed += rollout.generator_replicas * rollout.generator_cpus
+        cpus_needed += rollout.env_managers * rollout.env_manager_cpus
+    if cpus_needed > total.get("CPU", 0):
+        raise ConfigError(
+            f"train.workers={train.workers} × train.worker_cpus={train.worker_cpus:g}"
+            + (" with the rollout actors" if config.rollout.mode == "ray" else "")
+            + f" need {cpus_needed:g} CPUs but the Ray cluster has {total.get('CPU', 0):g}; "
+            "lower train.workers or train.worker_cpus (0.5 shares a core), or add nodes"
+        )
+    gpus = _worker_gpus(config, cuda)
+    if gpus and train.workers * gpus > total.get("GPU", 0):
+        raise ConfigError(
+            f"train.workers={train.workers} need {train.workers * gpus:g} GPUs but the Ray "
+            f"cluster has {total.get('GPU', 0):g}; lower train.workers or train.worker_gpus"
+        )
+    for name, amount in train.worker_resources.items():
+        if train.workers * amount > total.get(name, 0):
+            raise ConfigError(
+                f"train.worker_resources: {train.workers} workers need {train.workers * amount:g}"
+                f" of resource {name!r}, the Ray cluster has {total.get(name, 0):g}"
+            )
+
+
+def _worker_gpus(config: Config, cuda: bool) -> float:
+    if config.train.worker_gpus is not None:
+        return config.train.worker_gpus
+    return 1.0 if cuda else 0.0
+
+
+def _check_memory(config: Config) -> None:
+    from trainer.models import model_config
+    from trainer.strategies.memory_plan import (
+        available_memory_per_worker,
+        check_fits,
+        plan_for_config,
+    )
+
+    hf_config = model_config(config.model.name, seed=config.train.seed)
+    if hf_config is not None:
+        check_fits(plan_for_config(config, hf_config), available_memory_per_worker(config))
+
+
+def build_strategy(
+    config: Config,
+    model: torch.nn.Module | None,
+    pad_id: int,
+    *,
+    lr: float | None = None,
+    model_name: str | None = None,
+):
+    """The strategy a config describes: a :class:`TorchStrategy` around ``model``, or a
+    :class:`~trainer.strategies.ray_strategy.RayStrategy` whose workers load ``model_name``
+    (default ``model.name``) themselves."""
+    options = {"pad_id": pad_id, **strategy_options(config, lr=lr)}
+    train = config.train
+    if train.strategy == "torch":
+        return TorchStrategy(model, **options)
+    import ray
+
+    started_ray = not ray.is_initialized()
+    check_strategy(config)  # starts Ray to read the cluster's size
+    from trainer.strategies.ray_strategy import RayStrategy
+    from trainer.strategies.worker_group import WorkerSpec
+
+    cuda = resolve_device(train.device).type == "cuda"
+    if train.strategy == "deepspeed":
+        options.update(
+            zero_stage=train.zero_stage,
+            offload_optimizer=train.offload_optimizer,
+            offload_params=train.offload_params,
+        )
+    else:
+        options.update(
+            mixed_precision=train.mixed_precision,
+            activation_checkpointing=train.activation_checkpointing,
+        )
+    spec = WorkerSpec(
+        strategy=train.strategy,
+        model_name=model_name or config.model.name,
+        seed=train.seed,
+        device="cuda" if cuda else "cpu",
+        options=options,
+    )
+    return RayStrategy(
+        spec,
+        workers=train.workers,
+        cpus=train.worker_cpus,
+        gpus=_worker_gpus(config, cuda),
+        resources=dict(train.worker_resources),
+        per_sequence=config.algorithm.aggregation != "token-mean",
+        bucket_mb=config.rollout.weight_bucket_mb,
+        stop_ray_on_close=started_ray,
     )

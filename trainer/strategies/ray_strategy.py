@@ -33,6 +33,7 @@ class RayStrategy:
         cpus, gpus, resources: Ray resources of each worker.
         per_sequence: the loss is normalised by sequences (``seq-mean-*``), not tokens.
         bucket_mb: the most weight bytes gathered at once for a weight sync.
+        stop_ray_on_close: :meth:`close` also stops Ray (the caller started it for this).
     """
 
     def __init__(
@@ -45,10 +46,12 @@ class RayStrategy:
         resources: dict[str, float] | None = None,
         per_sequence: bool = False,
         bucket_mb: float = 64.0,
+        stop_ray_on_close: bool = False,
     ):
         self.spec = spec
         self.per_sequence = per_sequence
         self.bucket_bytes = int(bucket_mb * 2**20)
+        self.stop_ray_on_close = stop_ray_on_close
         self.group = TrainWorkerGroup(
             spec, workers=workers, cpus=cpus, gpus=gpus, resources=resources
         )
@@ -148,6 +151,10 @@ class RayStrategy:
         self.group.run("load_optimizer_moments", Path(folder))
 
     def close(self) -> None:
-        """Stops the workers."""
+        """Stops the workers (and Ray, with ``stop_ray_on_close``)."""
+        import ray
+
         if self.group.actors:
             self.group.shutdown()
+        if self.stop_ray_on_close and ray.is_initialized():
+            ray.shutdown()

@@ -112,6 +112,11 @@ class TrainWorker:
         step = self.policy.train_step if kind == "rl" else self.policy.supervised_step
         return step(part, total=total, micro_batches_at_least=count)
 
+    def peak_memory(self, *, reset: bool = False) -> int:
+        """This process's peak resident memory in bytes since the last reset (Linux's
+        ``VmHWM``); ``reset`` starts a new peak from the current size."""
+        return _peak_rss(reset=reset)
+
     def gather_weights(self, names: list[str]) -> dict[str, torch.Tensor] | None:
         weights = self.policy.gather_weights(names)
         return weights if self.policy.rank == 0 else None
@@ -207,3 +212,19 @@ def _first_line(error: BaseException) -> str:
     cause = getattr(error, "cause", None) or error
     text = str(cause).strip().splitlines()
     return text[-1] if text else type(cause).__name__
+
+
+def _peak_rss(*, reset: bool = False) -> int:
+    """Peak resident bytes of this process (``VmHWM`` of ``/proc/self/status``); ``reset``
+    writes 5 to ``/proc/self/clear_refs``, which restarts the peak from the current size."""
+    import gc
+
+    if reset:
+        gc.collect()
+        with open("/proc/self/clear_refs", "w") as handle:
+            handle.write("5")
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmHWM in /proc/self/status")
