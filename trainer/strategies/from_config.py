@@ -67,7 +67,7 @@ def strategy_options(config: Config, *, lr: float | None = None) -> dict:
 
 def check_strategy(config: Config) -> None:
     """Refuses, in one line each, a strategy this machine cannot run: not installed, GPU-only
-    without a GPU, more workers than the Ray cluster has CPUs or GPUs, LoRA where unsupported,
+    without a GPU, more workers than the Ray cluster has CPUs or GPUs,
     or a memory plan that does not fit. Starts Ray if needed (it reads the cluster's size)."""
     train = config.train
     if train.strategy == "torch":
@@ -95,11 +95,6 @@ def check_strategy(config: Config) -> None:
                 if cuda
                 else ""
             )
-        )
-    if config.model.lora is not None:
-        raise ConfigError(
-            f"model.lora trains with train.strategy=torch only, not {train.strategy} (LoRA "
-            "adapters are small enough for one process); remove model.lora or use torch"
         )
     _check_cluster(config, cuda)
     _check_memory(config)

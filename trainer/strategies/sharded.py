@@ -35,11 +35,6 @@ class _ShardedStrategy(TorchStrategy):
     collective = True
 
     def __init__(self, model: nn.Module, **options):
-        if options.get("lora") is not None:
-            raise ValueError(
-                "model.lora trains with train.strategy=torch only (its adapters are small "
-                "enough for one process); remove model.lora or use train.strategy=torch"
-            )
         self.world = dist.get_world_size()
         self.rank = dist.get_rank()
         super().__init__(model, **options)
@@ -52,29 +47,55 @@ class _ShardedStrategy(TorchStrategy):
 
     def inference_state_dict(self) -> dict[str, torch.Tensor]:
         """The full policy weights, gathered from the shards (every worker must call it)."""
-        return self.gather_weights(list(self.model.state_dict(keep_vars=True)))
+        return self.gather_weights(list(self.weight_sizes()))
+
+    def _base(self) -> nn.Module:
+        return self.model.get_base_model() if self.lora is not None else self.model
+
+    def _source(self, name: str) -> tuple[torch.Tensor, nn.Module | None]:
+        """The tensor behind a generator-facing weight name, and the LoRA layer whose delta
+        merges into it (``None`` without one)."""
+        tensors = self._base().state_dict(keep_vars=True)
+        if name in tensors:
+            return tensors[name], None
+        path, leaf = name.rsplit(".", 1)
+        layer = self._base().get_submodule(path)
+        return tensors[f"{path}.base_layer.{leaf}"], layer if leaf == "weight" else None
 
     def gather_weights(self, names: list[str]) -> dict[str, torch.Tensor]:
-        """Full values of these policy tensors (a collective: all workers, same names)."""
-        tensors = self.model.state_dict(keep_vars=True)
+        """Full values of these policy weights, LoRA merged in (a collective: every worker
+        calls it with the same names)."""
         gathered: dict[int, torch.Tensor] = {}
-        out = {}
-        for name in names:
-            tensor = tensors[name]
+
+        def full(tensor: torch.Tensor) -> torch.Tensor:
             if id(tensor) not in gathered:  # tied weights are gathered once
                 gathered[id(tensor)] = (
                     self._full_parameter(tensor)
                     if isinstance(tensor, nn.Parameter)
                     else tensor.detach().cpu()
                 )
-            out[name] = gathered[id(tensor)]
+            return gathered[id(tensor)]
+
+        out = {}
+        for name in names:
+            tensor, lora_layer = self._source(name)
+            value = full(tensor)
+            if lora_layer is not None:  # W + scaling * B @ A
+                adapter = lora_layer.active_adapters[0]
+                a = self._full_parameter(lora_layer.lora_A[adapter].weight)
+                b = self._full_parameter(lora_layer.lora_B[adapter].weight)
+                value = value + lora_layer.scaling[adapter] * (b @ a)
+            out[name] = value
         return out
 
     def weight_sizes(self) -> dict[str, int]:
-        """Bytes of each full policy tensor, by name (for the weight sync's buckets)."""
+        """Bytes of each full policy weight, by the name a generator knows it by."""
         sizes = {}
-        for name, tensor in self.model.state_dict(keep_vars=True).items():
+        for name, tensor in self._base().state_dict(keep_vars=True).items():
+            if "lora_" in name:
+                continue
             shape = getattr(tensor, "ds_shape", None) or tensor.shape  # ZeRO-3 keeps it aside
+            name = name.replace(".base_layer.", ".")
             sizes[name] = int(torch.Size(shape).numel()) * tensor.element_size()
         return sizes
 
@@ -290,9 +311,15 @@ class DeepSpeedStrategy(_ShardedStrategy):
         return self.optimizer.optimizer.state
 
     def _full_parameter(self, parameter: nn.Parameter) -> torch.Tensor:
+        import deepspeed
         from deepspeed.utils import safe_get_full_fp32_param
 
-        return safe_get_full_fp32_param(parameter).detach().cpu().clone()
+        if parameter.requires_grad:  # the optimizer's float32 master copy
+            return safe_get_full_fp32_param(parameter).detach().cpu().clone()
+        if self.zero_stage == 3:  # frozen (LoRA's base): partitioned, not in the optimizer
+            with deepspeed.zero.GatheredParameters([parameter]):
+                return parameter.detach().cpu().clone()
+        return parameter.detach().cpu().clone()
 
     def _set_full_parameter(self, parameter: nn.Parameter, value: torch.Tensor) -> None:
         import deepspeed
@@ -326,11 +353,15 @@ class DeepSpeedStrategy(_ShardedStrategy):
         from deepspeed.utils import safe_set_full_optimizer_state
 
         inner = self._inner_state()
+        fresh = not inner  # no step taken: AdamW's state is made here, then linked to params
         for flat in self._flat_partitions():
             slot = inner.setdefault(flat, {})
             slot["step"] = state["step"].clone()
             for key in ("exp_avg", "exp_avg_sq"):
                 slot.setdefault(key, torch.zeros_like(flat))
+        if fresh and self.zero_stage < 3:  # stage 3 reads its state directly
+            self.optimizer._hp_optimizer_states_linked = False
+            self.optimizer._lazy_init_hp_params_optimizer_state()
         for key in ("exp_avg", "exp_avg_sq"):
             safe_set_full_optimizer_state(parameter, state[key].to(torch.float32), key)
 
