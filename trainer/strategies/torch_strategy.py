@@ -196,8 +196,8 @@ class TorchStrategy:
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         parts = self._parts(batch, micro_batches_at_least)
-        for index, part in enumerate(parts):
-            share = (len(part) if per_sequence else part.valid_tokens) / total
+        for index, (part, real) in enumerate(parts):
+            share = (len(part) if per_sequence else part.valid_tokens) / total if real else 0.0
             if share == 0 and not self.collective:
                 continue
             loss, metrics = self._micro_batch_loss(part)
@@ -222,21 +222,22 @@ class TorchStrategy:
         self.optimizer.zero_grad(set_to_none=True)
         nll_sum = 0.0
         parts = self._parts(batch, micro_batches_at_least)
-        for index, part in enumerate(parts):
+        for index, (part, real) in enumerate(parts):
             layout = Layout.of(part.token_ids, self.pad_id, packed=self.packing)
             logprobs = score_layout(self._scorer(), layout, part.loss_mask).logprobs
             mask = layout.place(part.loss_mask).to(self.device)
-            nll = -(logprobs * mask).sum() / total
+            nll = -(logprobs * mask).sum() / total * (1.0 if real else 0.0)
             self._backward(nll, last=index == len(parts) - 1)
             nll_sum += nll.item()
         grad_norm = self._optimizer_step()
         tokens = float(batch.valid_tokens)
         return {"sft/loss": nll_sum, "sft/grad_norm": grad_norm, "tokens": tokens}
 
-    def _parts(self, batch: TokenBatch, at_least: int) -> list[TokenBatch]:
-        """The micro-batches of ``batch``, then weightless fillers up to ``at_least``."""
-        parts = [batch.select(group) for group in self.micro_batch_groups(batch.token_ids)]
-        return parts + [_filler(batch, self.pad_id)] * (at_least - len(parts))
+    def _parts(self, batch: TokenBatch, at_least: int) -> list[tuple[TokenBatch, bool]]:
+        """The micro-batches of ``batch`` (``True``: they count), then fillers up to
+        ``at_least`` (``False``: their loss is multiplied by 0)."""
+        parts = [(batch.select(g), True) for g in self.micro_batch_groups(batch.token_ids)]
+        return parts + [(_filler(batch, self.pad_id), False)] * (at_least - len(parts))
 
     def micro_batch_groups(self, sequences: list[list[int]]) -> list[list[int]]:
         """How this strategy cuts ``sequences`` into micro-batches (indices)."""
@@ -450,8 +451,9 @@ class TorchStrategy:
 
 
 def _filler(batch: TokenBatch, pad_id: int) -> TokenBatch:
-    """A two-token micro-batch carrying no weight, shaped like ``batch``'s parts (its loss is
-    multiplied by 0, so it changes no gradient; it only keeps sharded workers in step)."""
+    """A two-token micro-batch shaped like ``batch``'s parts, scoring one token so every
+    weight takes part; its loss is multiplied by 0, so it changes no gradient and no metric
+    (it only keeps sharded workers in step)."""
     zeros = [torch.zeros(2)]
     return TokenBatch(
         token_ids=[[pad_id, pad_id]],

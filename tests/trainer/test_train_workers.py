@@ -1,0 +1,199 @@
+"""Ray groups of train workers (FSDP2, DeepSpeed ZeRO) against the one-process strategy.
+
+Real parts: a local Ray cluster, two worker processes joined in a gloo process group, the
+tiny random Llama. Parity is measured on the weights after one AdamW step from the same
+start on the same batch: the difference to ``torch ×1``'s weights, in norm, against the norm
+of ``torch ×1``'s own update. Adam's first step moves each weight by about ``lr`` whatever
+its gradient's size, so elementwise differences appear where a gradient is near zero and
+summation order decides its sign; in norm they stay far below the update.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+ray = pytest.importorskip("ray")
+
+from trainer.batch import TokenBatch  # noqa: E402
+from trainer.models import load_model  # noqa: E402
+from trainer.strategies.ray_strategy import RayStrategy  # noqa: E402
+from trainer.strategies.torch_strategy import LossSettings, TorchStrategy  # noqa: E402
+from trainer.strategies.worker_group import TrainWorkerError, WorkerSpec  # noqa: E402
+
+#: ||W_workers - W_torch|| must stay below this fraction of ||W_torch - W_start||.
+PARITY = 1e-3
+
+needs_deepspeed = pytest.mark.skipif(
+    __import__("importlib").util.find_spec("deepspeed") is None,
+    reason="DeepSpeed is not installed: DS_BUILD_OPS=0 pip install 'rollenv[deepspeed]'",
+)
+
+KINDS = {
+    "fsdp2": ("fsdp2", {}),
+    "zero1": ("deepspeed", {"zero_stage": 1}),
+    "zero2": ("deepspeed", {"zero_stage": 2}),
+    "zero3": ("deepspeed", {"zero_stage": 3}),
+}
+PARAMS = [
+    pytest.param(name, marks=[needs_deepspeed] if name.startswith("zero") else []) for name in KINDS
+]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def pad_id() -> int:
+    return load_model("tiny-random", seed=0)[1].pad_token_id
+
+
+def _options(pad_id: int, **extra) -> dict:
+    # a budget of 64 tokens cuts each worker's part into several micro-batches
+    return {"pad_id": pad_id, "lr": 1e-3, "micro_batch_tokens": 64, "loss": LossSettings()}
+
+
+def _batch(strategy, seed: int) -> TokenBatch:
+    g = torch.Generator().manual_seed(seed)
+    lengths = [40, 25, 60, 33, 18, 50, 12]
+    sequences = [torch.randint(5, 1000, (n,), generator=g).tolist() for n in lengths]
+    masks = [torch.cat([torch.zeros(n // 2), torch.ones(n - n // 2)]) for n in lengths]
+    advantages = [torch.randn(n, generator=g) * m for n, m in zip(lengths, masks, strict=True)]
+    old, _ = strategy.sequence_logprobs(sequences, masks)
+    return TokenBatch(sequences, masks, advantages, old)
+
+
+def _torch_strategy(pad_id: int) -> TorchStrategy:
+    return TorchStrategy(load_model("tiny-random", seed=0)[0], **_options(pad_id))
+
+
+def _group(kind: str, pad_id: int, workers: int = 2) -> RayStrategy:
+    strategy, extra = KINDS[kind]
+    spec = WorkerSpec(strategy, "tiny-random", 0, "cpu", {**_options(pad_id), **extra})
+    return RayStrategy(spec, workers=workers, cpus=1)
+
+
+def _distance(a: dict, b: dict) -> float:
+    return sum(float((a[k] - b[k]).pow(2).sum()) for k in a) ** 0.5
+
+
+@pytest.mark.parametrize("kind", PARAMS)
+def test_one_update_on_two_workers_gives_the_weights_of_one_process(cluster, pad_id, kind):
+    single = _torch_strategy(pad_id)
+    batch = _batch(single, seed=0)
+    start = {k: v.clone() for k, v in single.inference_state_dict().items()}
+    expected_metrics = single.train_step(batch)
+    expected = single.inference_state_dict()
+    group = _group(kind, pad_id)
+    try:
+        logprobs, _ = group.sequence_logprobs(batch.token_ids, batch.loss_mask)
+        for ours, theirs in zip(logprobs, batch.old_logprobs, strict=True):
+            torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=0)
+        metrics = group.train_step(batch)
+        weights = group.inference_state_dict()
+        sizes = group.local_bytes()
+    finally:
+        group.close()
+    assert set(weights) == set(expected)
+    update = _distance(expected, start)
+    assert update > 0
+    assert _distance(weights, expected) < PARITY * update
+    for name in ("loss", "grad_norm", "tokens", "policy/entropy"):
+        assert metrics[name] == pytest.approx(expected_metrics[name], rel=1e-4, abs=1e-6)
+
+    # sharding: each worker holds about half of what one process holds
+    parameters = sum(p.numel() * p.element_size() for p in single.model.parameters())
+    optimizer = sum(
+        v.numel() * v.element_size()
+        for state in single.optimizer.state.values()
+        for k, v in state.items()
+        if k != "step"
+    )
+    for worker in sizes:
+        assert worker["optimizer"] <= 0.6 * optimizer  # every strategy shards AdamW's state
+        if kind in ("fsdp2", "zero3"):
+            assert worker["parameters"] <= 0.6 * parameters
+        else:  # ZeRO-1/2 keep every parameter on every worker
+            assert worker["parameters"] >= parameters
+
+
+@needs_deepspeed
+def test_checkpoints_move_between_strategies_and_world_sizes(cluster, pad_id, tmp_path):
+    """torch ×1 saves, fsdp2 ×2 resumes it and saves, ZeRO-3 ×2 resumes that and saves, and
+    torch ×1 resumes the last: each starts from exactly the weights and AdamW state saved,
+    and its next update matches torch ×1's from the same checkpoint."""
+    reference = _torch_strategy(pad_id)
+    batches = [_batch(reference, seed) for seed in range(3)]
+    reference.train_step(batches[0])
+    reference.save(tmp_path / "torch")
+
+    def continues_like_torch(strategy, folder, batch) -> None:
+        reference.load(folder)
+        before = {k: v.clone() for k, v in reference.inference_state_dict().items()}
+        assert _distance(strategy.inference_state_dict(), before) == 0.0
+        strategy.train_step(batch)
+        reference.train_step(batch)
+        after = reference.inference_state_dict()
+        assert _distance(strategy.inference_state_dict(), after) < PARITY * _distance(after, before)
+
+    fsdp2 = _group("fsdp2", pad_id)
+    try:
+        fsdp2.load(tmp_path / "torch")
+        continues_like_torch(fsdp2, tmp_path / "torch", batches[1])
+        fsdp2.save(tmp_path / "fsdp2")
+    finally:
+        fsdp2.close()
+    saved = torch.load(tmp_path / "fsdp2" / "strategy.pt", weights_only=False)
+    steps = {float(s["step"]) for s in saved["optimizer_by_name"].values()}
+    assert steps == {2.0}  # AdamW's step count went on from the torch checkpoint's 1
+
+    zero3 = _group("zero3", pad_id)
+    try:
+        zero3.load(tmp_path / "fsdp2")
+        continues_like_torch(zero3, tmp_path / "fsdp2", batches[2])
+        zero3.save(tmp_path / "zero3")
+        final = zero3.inference_state_dict()
+    finally:
+        zero3.close()
+
+    resumed = _torch_strategy(pad_id)
+    resumed.load(tmp_path / "zero3")
+    assert _distance(resumed.inference_state_dict(), final) == 0.0
+    theirs = dict(reference.trainable_parameters())  # the same steps, in one process
+    for name, parameter in resumed.trainable_parameters():
+        ours = resumed.optimizer.state[parameter]
+        assert float(ours["step"]) == 3.0
+        torch.testing.assert_close(
+            ours["exp_avg"], reference.optimizer.state[theirs[name]]["exp_avg"], atol=1e-6, rtol=0
+        )
+
+
+def test_a_worker_killed_during_a_step_ends_it_with_an_error_naming_it(cluster, pad_id):
+    import os
+    import signal
+    import threading
+
+    group = _group("fsdp2", pad_id)
+    pid = group.group.identities[1]["pid"]
+    batch = _batch(group, seed=0)
+    outcome: list[BaseException] = []
+
+    def step() -> None:
+        try:
+            group.train_step(batch)
+        except BaseException as error:  # noqa: BLE001 - handed to the test's thread
+            outcome.append(error)
+
+    runner = threading.Thread(target=step)
+    runner.start()
+    os.kill(pid, signal.SIGKILL)  # while the step is in flight
+    runner.join(timeout=300)
+    assert not runner.is_alive()
+    assert len(outcome) == 1 and isinstance(outcome[0], TrainWorkerError)
+    assert "train worker 1 (node " in str(outcome[0])
+    assert f"pid {pid}) died during update" in str(outcome[0])
+    assert group.group.actors == []  # the survivor is stopped too: it would wait forever
