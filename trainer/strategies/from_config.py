@@ -166,11 +166,17 @@ def build_strategy(
     options = {"pad_id": pad_id, **strategy_options(config, lr=lr)}
     train = config.train
     if train.strategy == "torch":
+        check_strategy(config)
         return TorchStrategy(model, **options)
     import ray
 
     started_ray = not ray.is_initialized()
-    check_strategy(config)  # starts Ray to read the cluster's size
+    try:
+        check_strategy(config)  # starts Ray to read the cluster's size
+    except ConfigError:
+        if started_ray and ray.is_initialized():
+            ray.shutdown()
+        raise
     from trainer.strategies.ray_strategy import RayStrategy
     from trainer.strategies.worker_group import WorkerSpec
 

@@ -141,6 +141,7 @@ class TrainWorkerGroup:
         gpus: float = 0.0,
         resources: dict[str, float] | None = None,
     ):
+        self.failure: str | None = None  # what stopped the group, once a worker failed
         actor = ray.remote(TrainWorker).options(
             num_cpus=cpus,
             num_gpus=gpus,
@@ -178,6 +179,8 @@ class TrainWorkerGroup:
 
     def _get(self, refs: list, what: str) -> list:
         """Results in order; the first failure stops the group and names its worker."""
+        if self.failure is not None:
+            raise TrainWorkerError(f"{self.failure}; nothing more can run on this group")
         pending = list(refs)
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
@@ -189,9 +192,9 @@ class TrainWorkerGroup:
                 self.shutdown()
                 died = isinstance(error, ray.exceptions.RayActorError)
                 cause = "died" if died else f"failed ({_first_line(error)})"
+                self.failure = f"train worker {rank}{where} {cause} during {what}"
                 raise TrainWorkerError(
-                    f"train worker {rank}{where} {cause} during {what}; the group is stopped "
-                    "and nothing of this step was saved"
+                    f"{self.failure}; the group is stopped and nothing of this step was saved"
                 ) from None
         return ray.get(refs)
 
