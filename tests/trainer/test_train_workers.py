@@ -3,9 +3,9 @@
 Real parts: a local Ray cluster, two worker processes joined in a gloo process group, the
 tiny random Llama. Parity is measured on the weights after one AdamW step from the same
 start on the same batch: the difference to ``torch ×1``'s weights, in norm, against the norm
-of ``torch ×1``'s own update. Adam's first step moves each weight by about ``lr`` whatever
-its gradient's size, so elementwise differences appear where a gradient is near zero and
-summation order decides its sign; in norm they stay far below the update.
+of ``torch ×1``'s own update (measured: 1.2e-6 for fsdp2 and ZeRO-1/2, 6.7e-6 for ZeRO-3;
+the largest single weight's difference 3e-6 to 2e-5, where Adam's first step moves every
+weight by about lr = 1e-3).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from trainer.strategies.torch_strategy import LossSettings, TorchStrategy  # noq
 from trainer.strategies.worker_group import TrainWorkerError, WorkerSpec  # noqa: E402
 
 #: ||W_workers - W_torch|| must stay below this fraction of ||W_torch - W_start||.
-PARITY = 1e-3
+PARITY = 1e-4
 
 needs_deepspeed = pytest.mark.skipif(
     __import__("importlib").util.find_spec("deepspeed") is None,
