@@ -88,7 +88,7 @@ def test_two_steps_checkpoint_then_exact_resume(tmp_path):
     assert not all(torch.equal(_weights(straight, 1)[k], uninterrupted[k]) for k in uninterrupted)
     optimizer_a = torch.load(interrupted / "checkpoints/step-3/strategy.pt", weights_only=False)
     optimizer_b = torch.load(straight / "checkpoints/step-3/strategy.pt", weights_only=False)
-    state_a, state_b = optimizer_a["optimizer"]["state"], optimizer_b["optimizer"]["state"]
+    state_a, state_b = optimizer_a["optimizer_by_name"], optimizer_b["optimizer_by_name"]
     assert state_a.keys() == state_b.keys()
     for key in state_b:
         assert torch.equal(state_a[key]["exp_avg"], state_b[key]["exp_avg"])

@@ -54,7 +54,8 @@ def pad_id() -> int:
 
 def _options(pad_id: int, **extra) -> dict:
     # a budget of 64 tokens cuts each worker's part into several micro-batches
-    return {"pad_id": pad_id, "lr": 1e-3, "micro_batch_tokens": 64, "loss": LossSettings()}
+    options = {"pad_id": pad_id, "lr": 1e-3, "micro_batch_tokens": 64, "loss": LossSettings()}
+    return {**options, **extra}
 
 
 def _batch(strategy, seed: int) -> TokenBatch:
@@ -67,13 +68,13 @@ def _batch(strategy, seed: int) -> TokenBatch:
     return TokenBatch(sequences, masks, advantages, old)
 
 
-def _torch_strategy(pad_id: int) -> TorchStrategy:
-    return TorchStrategy(load_model("tiny-random", seed=0)[0], **_options(pad_id))
+def _torch_strategy(pad_id: int, **extra) -> TorchStrategy:
+    return TorchStrategy(load_model("tiny-random", seed=0)[0], **_options(pad_id, **extra))
 
 
-def _group(kind: str, pad_id: int, workers: int = 2) -> RayStrategy:
-    strategy, extra = KINDS[kind]
-    spec = WorkerSpec(strategy, "tiny-random", 0, "cpu", {**_options(pad_id), **extra})
+def _group(kind: str, pad_id: int, workers: int = 2, **extra) -> RayStrategy:
+    strategy, own = KINDS[kind]
+    spec = WorkerSpec(strategy, "tiny-random", 0, "cpu", {**_options(pad_id, **extra), **own})
     return RayStrategy(spec, workers=workers, cpus=1)
 
 
@@ -101,6 +102,9 @@ def test_one_update_on_two_workers_gives_the_weights_of_one_process(cluster, pad
     assert set(weights) == set(expected)
     update = _distance(expected, start)
     assert update > 0
+    print(
+        f"{kind}: ||W - W_torch|| / ||W_torch - W_0|| = {_distance(weights, expected) / update:.2e}"
+    )
     assert _distance(weights, expected) < PARITY * update
     for name in ("loss", "grad_norm", "tokens", "policy/entropy"):
         assert metrics[name] == pytest.approx(expected_metrics[name], rel=1e-4, abs=1e-6)
@@ -119,6 +123,43 @@ def test_one_update_on_two_workers_gives_the_weights_of_one_process(cluster, pad
             assert worker["parameters"] <= 0.6 * parameters
         else:  # ZeRO-1/2 keep every parameter on every worker
             assert worker["parameters"] >= parameters
+
+
+@pytest.mark.parametrize("kind", [PARAMS[0], PARAMS[3]])
+def test_value_head_reference_and_lora_match_one_process(cluster, pad_id, kind):
+    """PPO's value head and the KL reference (full fine-tuning), then LoRA (its reference is
+    the base model with the adapters off), sharded, against torch ×1."""
+    from trainer.config import LoraConfig
+
+    for extra in (
+        {"value_head": True, "reference": True},
+        {"lora": LoraConfig(r=4, alpha=8), "reference": True},
+    ):
+        torch.manual_seed(0)  # LoRA's adapters are drawn as the workers draw them (seed 0)
+        single = _torch_strategy(pad_id, **extra)
+        batch = _batch(single, seed=0)
+        values = single.sequence_logprobs(batch.token_ids, batch.loss_mask, with_values=True)[1]
+        reference = single.reference_logprobs(batch.token_ids, batch.loss_mask)
+        batch.ref_logprobs = reference
+        if values is not None:
+            batch.old_values, batch.returns = values, [v + 1.0 for v in values]
+        start = {k: v.clone() for k, v in single.inference_state_dict().items()}
+        single.train_step(batch)
+        expected = single.inference_state_dict()
+        group = _group(kind, pad_id, **extra)
+        try:
+            ours = group.sequence_logprobs(batch.token_ids, batch.loss_mask, with_values=True)[1]
+            ours_reference = group.reference_logprobs(batch.token_ids, batch.loss_mask)
+            group.train_step(batch)
+            weights = group.inference_state_dict()
+        finally:
+            group.close()
+        for a, b in zip(ours_reference, reference, strict=True):
+            torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+        if values is not None:
+            for a, b in zip(ours, values, strict=True):
+                torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+        assert _distance(weights, expected) < PARITY * _distance(expected, start), sorted(extra)
 
 
 @needs_deepspeed

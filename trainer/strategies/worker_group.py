@@ -94,6 +94,9 @@ class TrainWorker:
         if cuda:
             model.to("cuda")
         kinds = {"fsdp2": FSDP2Strategy, "deepspeed": DeepSpeedStrategy}
+        # the same random state on every worker and in a one-process run of the same seed:
+        # LoRA's adapters are drawn from it
+        torch.manual_seed(spec.seed)
         self.policy = kinds[spec.strategy](model, **spec.options)
 
     def run(self, method: str, *args: Any, **kwargs: Any) -> Any:
