@@ -1,7 +1,8 @@
 """The ``Strategy`` interface: how the policy is updated and where its weights live.
 
-Backends: ``torch`` (one process, CPU or one GPU) here; DDP over Ray, DeepSpeed and Megatron
-behind the same interface where GPUs exist.
+Backends: ``TorchStrategy`` (one process, CPU or one GPU) and ``RayStrategy`` (a Ray group of
+train workers sharding the update with FSDP2 or DeepSpeed ZeRO, gloo on CPU, NCCL on GPU); see
+``trainer.strategies.from_config``.
 """
 
 from __future__ import annotations
