@@ -108,20 +108,12 @@ class SingleProcess:
         return self.strategy.train_step(batch)
 
     def peak_memory(self, *, reset: bool = False) -> int:
-        from trainer.strategies.worker_group import _peak_rss
+        from trainer.strategies.worker_group import peak_rss
 
-        return _peak_rss(reset=reset)
+        return peak_rss(reset=reset)
 
     def local_bytes(self) -> dict[str, int]:
-        s = self.strategy
-        parameters = sum(p.numel() * p.element_size() for p in s.model.parameters())
-        optimizer = sum(
-            v.numel() * v.element_size()
-            for state in s.optimizer.state.values()
-            for k, v in state.items()
-            if k != "step"
-        )
-        return {"parameters": parameters, "optimizer": optimizer}
+        return self.strategy.local_bytes()
 
 
 class Single:

@@ -40,7 +40,7 @@ from trainer.config import Config
 from trainer.credit import assign_credit, samples_of
 from trainer.generation.from_config import generator_for, sampling_params
 from trainer.metrics import MetricsLogger
-from trainer.models import load_model
+from trainer.models import load_model, load_tokenizer
 from trainer.rollout.env_manager import EnvManager
 from trainer.rollout.trajectory import Trajectory
 from trainer.run_view import Phase, PlainRunView, RunView
@@ -161,14 +161,18 @@ class Pipeline:
 
         model_name = self._warm_started_model(resume) if config.sft.before_rl else config.model.name
         self._log(f"Loading model {model_name}...")
-        policy, self.tokenizer = load_model(model_name, seed=config.train.seed)
         device = resolve_device(config.train.device)
-        policy.to(device)
-        # the generator's own copy, taken before the strategy wraps the policy (LoRA); a Ray
-        # group of train workers loads its own, so the generator takes this one
-        distributed = config.train.strategy != "torch"
+        distributed = config.train.strategy != "torch"  # the train workers load their own
+        local = config.rollout.mode == "local"  # the generator in this process needs one
+        policy = None
+        if distributed and not local:
+            self.tokenizer = load_tokenizer(model_name)
+        else:
+            policy, self.tokenizer = load_model(model_name, seed=config.train.seed)
+            policy.to(device)
+        # the generator's own copy, taken before the strategy wraps the policy (LoRA)
         generator_model = None
-        if config.rollout.mode == "local":
+        if local:
             generator_model = policy if distributed else copy.deepcopy(policy)
         self.strategy = build_strategy(
             config, policy, self.tokenizer.pad_token_id, model_name=model_name

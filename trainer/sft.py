@@ -34,7 +34,7 @@ from trainer.checkpoint import checkpoints_dir, latest_checkpoint, save_checkpoi
 from trainer.config import Config
 from trainer.credit import samples_of
 from trainer.metrics import MetricsLogger
-from trainer.models import load_model
+from trainer.models import load_model, load_tokenizer
 from trainer.rollout.env_manager import EnvManager
 from trainer.rollout.trajectory import Sample
 from trainer.run_view import Phase, PlainRunView, RunView
@@ -112,13 +112,12 @@ class OracleSFT:
         self.log = self.view.message
         torch.manual_seed(config.train.seed)
         self.log(f"Loading model {config.model.name}...")
-        self.model, self.tokenizer = load_model(config.model.name, seed=config.train.seed)
-        self.model.to(resolve_device(config.train.device))
-        self.strategy = build_strategy(
-            config, self.model, self.tokenizer.pad_token_id, lr=config.sft.lr
-        )
-        if config.train.strategy != "torch":
-            self.model = None  # the train workers hold their own copies
+        if config.train.strategy == "torch":
+            model, self.tokenizer = load_model(config.model.name, seed=config.train.seed)
+            model.to(resolve_device(config.train.device))
+        else:  # the train workers load their own copies
+            model, self.tokenizer = None, load_tokenizer(config.model.name)
+        self.strategy = build_strategy(config, model, self.tokenizer.pad_token_id, lr=config.sft.lr)
         # no generator: the oracle writes every reply
         self.manager = EnvManager.from_config(config, self.tokenizer, None, group_size=1)
         self.metrics = MetricsLogger(

@@ -110,13 +110,8 @@ def test_one_update_on_two_workers_gives_the_weights_of_one_process(cluster, pad
         assert metrics[name] == pytest.approx(expected_metrics[name], rel=1e-4, abs=1e-6)
 
     # sharding: each worker holds about half of what one process holds
-    parameters = sum(p.numel() * p.element_size() for p in single.model.parameters())
-    optimizer = sum(
-        v.numel() * v.element_size()
-        for state in single.optimizer.state.values()
-        for k, v in state.items()
-        if k != "step"
-    )
+    held = single.local_bytes()
+    parameters, optimizer = held["parameters"], held["optimizer"]
     for worker in sizes:
         assert worker["optimizer"] <= 0.6 * optimizer  # every strategy shards AdamW's state
         if kind in ("fsdp2", "zero3"):

@@ -23,7 +23,7 @@ import torch.distributed as dist
 from torch import nn
 
 from trainer.strategies.logprobs import SelectedLogits
-from trainer.strategies.torch_strategy import TorchStrategy
+from trainer.strategies.torch_strategy import TorchStrategy, read_model_folder
 
 
 def _decoder_layers(model: nn.Module) -> list[nn.Module]:
@@ -52,10 +52,11 @@ class _ShardedStrategy(TorchStrategy):
     def _base(self) -> nn.Module:
         return self.model.get_base_model() if self.lora is not None else self.model
 
-    def _source(self, name: str) -> tuple[torch.Tensor, nn.Module | None]:
-        """The tensor behind a generator-facing weight name, and the LoRA layer whose delta
-        merges into it (``None`` without one)."""
-        tensors = self._base().state_dict(keep_vars=True)
+    def _source(
+        self, name: str, tensors: dict[str, torch.Tensor]
+    ) -> tuple[torch.Tensor, nn.Module | None]:
+        """The tensor behind a generator-facing weight name (among the base model's
+        ``tensors``), and the LoRA layer whose delta merges into it (``None`` without one)."""
         if name in tensors:
             return tensors[name], None
         path, leaf = name.rsplit(".", 1)
@@ -76,9 +77,10 @@ class _ShardedStrategy(TorchStrategy):
                 )
             return gathered[id(tensor)]
 
+        tensors = self._base().state_dict(keep_vars=True)
         out = {}
         for name in names:
-            tensor, lora_layer = self._source(name)
+            tensor, lora_layer = self._source(name, tensors)
             value = full(tensor)
             if lora_layer is not None:  # W + scaling * B @ A
                 adapter = lora_layer.active_adapters[0]
@@ -100,11 +102,7 @@ class _ShardedStrategy(TorchStrategy):
         return sizes
 
     def _load_model_folder(self, folder) -> None:
-        from safetensors.torch import load_file
-
-        weights: dict[str, torch.Tensor] = {}
-        for file in sorted(folder.glob("*.safetensors")):
-            weights.update(load_file(file))
+        weights = read_model_folder(folder)
         for name, parameter in self.model.named_parameters():
             if name not in weights:
                 raise ValueError(f"checkpoint {folder} has no weight {name!r}")
@@ -116,11 +114,6 @@ class _ShardedStrategy(TorchStrategy):
         dist.all_reduce(value, op=dist.ReduceOp.MAX)
         return int(value.item())
 
-    def local_bytes(self) -> dict[str, int]:
-        """Bytes this worker holds of parameters and of optimizer state (sharding is real
-        when these are about 1/world of one process's)."""
-        raise NotImplementedError
-
 
 class FSDP2Strategy(_ShardedStrategy):
     """``torch.distributed.fsdp.fully_shard`` over every decoder layer and the whole policy:
@@ -130,7 +123,7 @@ class FSDP2Strategy(_ShardedStrategy):
         model: the policy (sharded in place).
         mixed_precision: compute in bfloat16, keep float32 weights and gradient reduction.
         activation_checkpointing: recompute each layer's activations in the backward pass.
-        **options: as :class:`TorchStrategy` (LoRA is refused).
+        **options: as :class:`TorchStrategy`.
     """
 
     def __init__(
@@ -204,15 +197,8 @@ class FSDP2Strategy(_ShardedStrategy):
                 )
         self.optimizer.state[parameter] = own
 
-    def local_bytes(self) -> dict[str, int]:
-        parameters = sum(_local(p).numel() * p.element_size() for p in self.scorer.parameters())
-        optimizer = sum(
-            _local(v).numel() * v.element_size()
-            for state in self.optimizer.state.values()
-            for k, v in state.items()
-            if k != "step"
-        )
-        return {"parameters": parameters, "optimizer": optimizer}
+    def _held(self, tensor: torch.Tensor) -> torch.Tensor:
+        return _local(tensor)
 
 
 def _full(tensor: torch.Tensor) -> torch.Tensor:
@@ -247,7 +233,7 @@ class DeepSpeedStrategy(_ShardedStrategy):
         zero_stage: 1, 2 or 3.
         offload_optimizer: keep the optimizer state in CPU memory (GPU runs).
         offload_params: keep the parameters in CPU memory (stage 3, GPU runs).
-        **options: as :class:`TorchStrategy` (LoRA is refused).
+        **options: as :class:`TorchStrategy`.
     """
 
     def __init__(

@@ -357,6 +357,24 @@ class TorchStrategy:
             k: v.to(parameter.device) if k != "step" else v.clone() for k, v in state.items()
         }
 
+    def _held(self, tensor: torch.Tensor) -> torch.Tensor:
+        """The part of ``tensor`` this process holds (a sharded subclass: its shard)."""
+        return tensor
+
+    def local_bytes(self) -> dict[str, int]:
+        """Bytes this process holds of parameters and of AdamW's state (a sharded worker
+        holds about 1/world of one process's)."""
+        tensors = list(self.model.parameters())
+        if self.value_head is not None:
+            tensors += list(self.value_head.parameters())
+        states = [v for state in self.optimizer.state.values() for k, v in state.items()]
+        return {
+            "parameters": sum(self._held(t).numel() * t.element_size() for t in tensors),
+            "optimizer": sum(
+                self._held(v).numel() * v.element_size() for v in states if v.dim() > 0
+            ),
+        }
+
     def _writes_files(self) -> bool:
         """Whether this process writes the checkpoint's files (one worker of a group does)."""
         return True
@@ -374,7 +392,11 @@ class TorchStrategy:
             name: self._full_optimizer_state(parameter)
             for name, parameter in self.trainable_parameters()
         }
-        trained = {name: self._full_parameter(p) for name, p in self.trainable_parameters()}
+        trained = {  # the adapters and the value head: the other weights are in model/
+            name: self._full_parameter(p)
+            for name, p in self.trainable_parameters()
+            if "lora_" in name or name.startswith("value_head.")
+        }
         if not self._writes_files():
             return
         base = self.model.get_base_model() if self.lora is not None else self.model
@@ -466,13 +488,19 @@ def _filler(batch: TokenBatch, pad_id: int) -> TokenBatch:
     )
 
 
-def load_model_folder_weights(model: nn.Module, folder: Path) -> None:
-    """Copies the safetensors weights of a Hugging Face folder into ``model`` in place."""
+def read_model_folder(folder: Path) -> dict[str, torch.Tensor]:
+    """The safetensors weights of a Hugging Face folder, by name."""
     from safetensors.torch import load_file
 
     weights: dict[str, torch.Tensor] = {}
     for file in sorted(Path(folder).glob("*.safetensors")):
         weights.update(load_file(file))
+    return weights
+
+
+def load_model_folder_weights(model: nn.Module, folder: Path) -> None:
+    """Copies the safetensors weights of a Hugging Face folder into ``model`` in place."""
+    weights = read_model_folder(folder)
     missing, unexpected = model.load_state_dict(weights, strict=False)
     tied = {"lm_head.weight"} if getattr(model.config, "tie_word_embeddings", False) else set()
     if unexpected or set(missing) - tied:

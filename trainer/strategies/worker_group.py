@@ -118,7 +118,7 @@ class TrainWorker:
     def peak_memory(self, *, reset: bool = False) -> int:
         """This process's peak resident memory in bytes since the last reset (Linux's
         ``VmHWM``); ``reset`` starts a new peak from the current size."""
-        return _peak_rss(reset=reset)
+        return peak_rss(reset=reset)
 
     def gather_weights(self, names: list[str]) -> dict[str, torch.Tensor] | None:
         weights = self.policy.gather_weights(names)
@@ -220,7 +220,7 @@ def _first_line(error: BaseException) -> str:
     return text[-1] if text else type(cause).__name__
 
 
-def _peak_rss(*, reset: bool = False) -> int:
+def peak_rss(*, reset: bool = False) -> int:
     """Peak resident bytes of this process (``VmHWM`` of ``/proc/self/status``); ``reset``
     writes 5 to ``/proc/self/clear_refs``, which restarts the peak from the current size."""
     import gc
