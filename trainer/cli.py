@@ -10,6 +10,10 @@ Subcommands:
 * ``roll-agent train --env ENV [--algo A] [--model M] [--steps N] [--output DIR] [--resume]``:
   reinforcement learning (see ``trainer.pipeline``).
 * ``roll-agent sft --env ENV [--episodes N]``: supervised warm start on oracle episodes.
+* ``roll-agent eval --model M --suite S [--db PATH]``: a model (or ``random`` / ``oracle``) on a
+  leaderboard suite, every episode stored; ``--env ENV`` instead: a run's held-out seeds.
+* ``roll-agent leaderboard serve|export``: the results database as a web page.
+* ``roll-agent serve``: a model behind an OpenAI-compatible API.
 
 Every subcommand imports what it needs inside its handler, so ``roll-agent envs`` never imports
 torch or Ray. Mistakes a user can make (an unknown env id, a bad option value, a missing extra)
@@ -43,6 +47,7 @@ from trainer.cli_arguments import (
     positive_int,
 )
 from trainer.env_commands import add_env_commands
+from trainer.eval_commands import add_eval_command, add_leaderboard_command
 from trainer.extras import INSTALL_COMMANDS, MissingExtraError, require_extra
 
 INTERRUPTED = 130
@@ -70,7 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_env_commands(commands)
     _add_train_command(commands)
     _add_sft_command(commands)
-    _add_eval_command(commands)
+    add_eval_command(commands, run_eval)
+    add_leaderboard_command(commands)
     _add_serve_command(commands)
     return parser
 
@@ -158,22 +164,6 @@ def _add_sft_command(commands: argparse._SubParsersAction) -> None:
     )
     _add_strategy_options(parser)
     parser.set_defaults(handler=run_sft)
-
-
-def _add_eval_command(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
-        "eval",
-        help="Evaluate a model: greedy episodes on an env's held-out seeds.",
-        description="Play greedy episodes of a model (a run's checkpoint model folder, or any "
-        "model --model takes) on seeds 0..N-1, the seeds a run's evaluations use, and print "
-        f"success, return and valid-action rate. Needs the [train] extra: "
-        f"{INSTALL_COMMANDS['train']}",
-    )
-    _add_run_options(parser)
-    parser.add_argument(
-        "--episodes", type=positive_int, default=32, help="episodes, one a seed (32)"
-    )
-    parser.set_defaults(handler=run_eval)
 
 
 def _add_serve_command(commands: argparse._SubParsersAction) -> None:
@@ -297,7 +287,7 @@ def run_sft(args: argparse.Namespace) -> int:
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    """``roll-agent eval``: greedy episodes of a model on held-out seeds."""
+    """``roll-agent eval --env``: greedy episodes of a model on a run's held-out seeds."""
     require_extra("torch", "train")
     return _run_with_config(args, "run_eval")
 

@@ -17,6 +17,7 @@ INSTALL_COMMANDS = {
     "deepspeed": (
         "pip install torch==2.13.0 && DS_BUILD_OPS=0 pip install 'rollenv[train,deepspeed]'"
     ),
+    "leaderboard": "pip install 'rollenv[leaderboard]'",
     "megatron": "pip install 'rollenv[train,megatron]' (its model runs on CUDA GPUs)",
     # the GPU engines pin their own torch and CUDA wheels: no CPU torch first
     "vllm": "pip install 'rollenv[train,vllm]' (on a machine with a CUDA GPU)",

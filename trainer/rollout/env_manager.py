@@ -145,6 +145,12 @@ class EnvManager:
         env = rollenv.make(self.env_id, **self.env_kwargs)
         return self.wrap(env) if self.wrap is not None else env
 
+    def close(self) -> None:
+        """Closes every env this manager made (browsers, sandboxes, servers)."""
+        for env in self._envs + self._free:
+            env.close()
+        self._envs, self._free = [], []
+
     def _env_pool(self, count: int) -> list[ChatHistory]:
         window = None if self.context == "full" else self.window
         while len(self._envs) < count:
@@ -256,6 +262,7 @@ class EnvManager:
         obs, info = env.reset(seed=seed)
         # a mixture (Mixture-v0) reports the member this episode plays
         trajectory = Trajectory(info.get("env_id", self.env_id), seed, group_id)
+        trajectory.instruction, trajectory.first_observation = info.get("instruction", ""), obs
         episode = _Episode(env, trajectory, info["messages"], info["anchor"])
         if self.context == "full":
             episode.tokens = self.chat.prompt(info["messages"])
@@ -294,6 +301,7 @@ class EnvManager:
                 metrics=dict(info["metrics"]),
                 prompt_tokens=len(prompt),
                 response_tokens=len(output.token_ids),
+                observation=obs,
             )
         )
         episode.messages, episode.anchor = info["messages"], info["anchor"]

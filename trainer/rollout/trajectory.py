@@ -49,6 +49,7 @@ class Turn:
     metrics: dict[str, Any]
     prompt_tokens: int
     response_tokens: int
+    observation: str = ""  # what the env showed after the step (the leaderboard's transcript)
 
 
 @dataclass
@@ -65,6 +66,9 @@ class Trajectory:
             trainer's), ``context`` (the prompt outgrew the context budget) or ``aborted``.
         anchors_start: the anchor (state without history) before each turn; GiGPO groups on it.
         generator_replica: which generator replica served its turns (``None`` in-process).
+        instruction: the env's rules at reset (``info["instruction"]``).
+        first_observation: the observation at reset (with each turn's ``observation``, the
+            episode's transcript).
     """
 
     env_id: str
@@ -75,6 +79,8 @@ class Trajectory:
     finish_reason: str = ""
     anchors_start: list[str] = field(default_factory=list)
     generator_replica: int | None = None
+    instruction: str = ""
+    first_observation: str = ""
 
     @property
     def episode_return(self) -> float:

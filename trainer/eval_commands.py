@@ -1,0 +1,266 @@
+"""The leaderboard's commands of ``roll-agent``: ``eval`` plays a model on a suite (or on one env's
+seeds) and ``leaderboard serve`` / ``leaderboard export`` show the board.
+
+``eval --suite`` with a baseline (``random``, ``oracle``) and the ``leaderboard`` commands never
+import torch: they need only the ``[leaderboard]`` extra.
+
+Example:
+    $ roll-agent eval --model oracle --suite smoke
+    $ roll-agent eval --model smollm2-135m --suite core --db board.db
+    $ roll-agent eval --model openai:http://127.0.0.1:8000/v1#smollm2-135m --suite smoke
+    $ roll-agent leaderboard export site
+    $ roll-agent leaderboard serve --port 8080
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import shlex
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from trainer.cli_arguments import PROG, UsageError, non_negative_int, positive_int
+from trainer.extras import INSTALL_COMMANDS, require_extra
+from trainer.terminal import print_table
+
+__all__ = ["add_eval_command", "add_leaderboard_command", "run_suite_eval"]
+
+
+def add_eval_command(commands: argparse._SubParsersAction, run_env_eval: Callable) -> None:
+    """Adds ``eval``: ``--suite`` (the leaderboard) or ``--env`` (a run's held-out seeds,
+    handled by ``run_env_eval``)."""
+    parser = commands.add_parser(
+        "eval",
+        help="Evaluate a model on a leaderboard suite (or on one env's held-out seeds).",
+        description="With --suite: play every episode of a versioned leaderboard suite "
+        "(leaderboard/suites/*.yaml) with a model or a baseline, greedy unless --temperature "
+        "is given, and store each episode with its transcript in the results database; an "
+        "interrupted eval resumes when the same command runs again, and an identical eval "
+        "already complete is reported, not re-run (--force plays it again). With --env: greedy "
+        "episodes on seeds 0..N-1, the seeds a run's evaluations use, printed, not stored.",
+    )
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--suite", help="a suite: smoke, core (newest version), core-v0, a .yaml")
+    target.add_argument("--env", metavar="ENV", help="a preset or env id (no store)")
+    parser.add_argument(
+        "--model",
+        help="random, oracle, smollm2-135m (default), tiny-random, a model folder, a run's "
+        "checkpoint, or openai:http://HOST:PORT/v1#MODEL_ID",
+    )
+    parser.add_argument(
+        "--db",
+        help="the results database: a file or postgresql://... URL "
+        "(default ~/.cache/rollenv/leaderboard.db, or $ROLLENV_CACHE)",
+    )
+    parser.add_argument("--force", action="store_true", help="re-run an eval already complete")
+    parser.add_argument(
+        "--temperature", type=float, default=0.0, help="sampling temperature (0: greedy)"
+    )
+    parser.add_argument("--seed", type=non_negative_int, default=0, help="sampling seed (0)")
+    parser.add_argument(
+        "--max-new-tokens", type=positive_int, default=64, help="tokens a reply may have (64)"
+    )
+    parser.add_argument("--tokenizer", help="an openai: model's tokenizer (default: its model id)")
+    parser.add_argument(
+        "--chunk",
+        type=positive_int,
+        default=32,
+        help="episodes played at once and stored together (32)",
+    )
+    parser.add_argument(
+        "--backend",
+        choices=["continuous", "hf"],
+        default="continuous",
+        help="the in-process engine for a local model",
+    )
+    parser.add_argument("--episodes", type=positive_int, default=32, help="--env: episodes (32)")
+    parser.add_argument("--config", metavar="FILE", help="--env: a YAML config")
+    parser.add_argument("--output", metavar="DIR", help="--env: the run folder")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="--env: override a config field (repeatable)",
+    )
+
+    def handler(args: argparse.Namespace) -> int:
+        return run_suite_eval(args) if args.suite else run_env_eval(args)
+
+    parser.set_defaults(handler=handler)
+
+
+def add_leaderboard_command(commands: argparse._SubParsersAction) -> None:
+    """Adds ``leaderboard serve`` and ``leaderboard export``."""
+    parser = commands.add_parser(
+        "leaderboard",
+        help="Show the results database as a web page (served, or a static site).",
+        description="The leaderboard's page: the ranking per suite, a chart per env, learning "
+        "curves of training runs, a page per model and per env, and an episode viewer. "
+        f"Needs the [leaderboard] extra: {INSTALL_COMMANDS['leaderboard']}",
+    )
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    serve = actions.add_parser("serve", help="serve the page on 127.0.0.1")
+    serve.add_argument("--db", help="the results database (default as for eval)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    serve.add_argument("--port", type=non_negative_int, default=8000, help="port (8000)")
+    serve.set_defaults(handler=run_leaderboard_serve)
+    export = actions.add_parser("export", help="write the page as a static site")
+    export.add_argument("directory", metavar="DIR", help="where DIR/index.html goes")
+    export.add_argument("--db", help="the results database (default as for eval)")
+    export.set_defaults(handler=run_leaderboard_export)
+
+
+@contextlib.contextmanager
+def _store(db: str | None) -> Iterator[Any]:
+    require_extra("sqlalchemy", "leaderboard")
+    from leaderboard.store import ResultStore, StoreError
+
+    try:
+        store = ResultStore(db)
+    except StoreError as error:
+        raise UsageError(str(error)) from None
+    try:
+        yield store
+    except StoreError as error:
+        raise UsageError(str(error)) from None
+    finally:
+        store.close()
+
+
+def run_leaderboard_serve(args: argparse.Namespace) -> int:
+    """``roll-agent leaderboard serve``: the page, rendered per request, until Ctrl-C."""
+    require_extra("fastapi", "leaderboard")
+    from leaderboard.site import serve_site
+
+    with _store(args.db) as store:
+        print(f"leaderboard of {store.url} at http://{args.host}:{args.port}/", file=sys.stderr)
+        try:
+            serve_site(store, host=args.host, port=args.port)
+        except OSError as error:
+            raise UsageError(f"cannot listen on {args.host}:{args.port}: {error}") from None
+    return 0
+
+
+def run_leaderboard_export(args: argparse.Namespace) -> int:
+    """``roll-agent leaderboard export DIR``: the page as files."""
+    require_extra("jinja2", "leaderboard")
+    from leaderboard.site import export_site
+
+    with _store(args.db) as store:
+        try:
+            index = export_site(store, args.directory)
+        except OSError as error:
+            raise UsageError(f"cannot write {args.directory}: {error}") from None
+    print(f"wrote {index} (open it in a browser; no server needed)")
+    return 0
+
+
+def run_suite_eval(args: argparse.Namespace) -> int:
+    """``roll-agent eval --suite``: plays the suite, stores every episode, prints the results."""
+    require_extra("sqlalchemy", "leaderboard")
+    from leaderboard.suites import SuiteError, load_suite
+    from trainer.suite_eval import SuiteEvalError, evaluate_suite, parse_model
+
+    model = args.model or "smollm2-135m"
+    try:
+        suite = load_suite(args.suite)
+        choice = parse_model(model)
+    except (SuiteError, SuiteEvalError) as error:
+        raise UsageError(str(error)) from None
+    if choice.kind != "baseline":
+        require_extra("torch", "train")
+    if choice.kind == "openai":
+        require_extra("openai", "serve")
+    with _store(args.db) as store, _progress(suite.episodes) as progress:
+        print(
+            f"{suite.label}: {suite.episodes} episodes of {len(suite.envs)} envs, "
+            f"model {choice.name}, into {store.url}",
+            file=sys.stderr,
+        )
+        try:
+            outcome = evaluate_suite(
+                choice,
+                suite,
+                store,
+                temperature=args.temperature,
+                seed=args.seed,
+                max_new_tokens=args.max_new_tokens,
+                chunk=args.chunk,
+                force=args.force,
+                tokenizer_name=args.tokenizer,
+                backend=args.backend,
+                command=shlex.join([PROG, *args.command_line]),
+                progress=progress,
+            )
+        except SuiteEvalError as error:
+            raise UsageError(str(error)) from None
+        except _model_errors() as error:
+            raise UsageError(str(error)) from None
+    if outcome.already_complete:
+        print(
+            f"already evaluated: eval {outcome.eval_id} of {choice.name} on {suite.label} is "
+            "complete in the store (--force plays it again)"
+        )
+    _print_row(outcome.row, title=f"{choice.name} on {suite.label} (eval {outcome.eval_id})")
+    if not outcome.already_complete:
+        print(f"played {outcome.played} episodes in {outcome.wall_s:.1f}s")
+    return 0
+
+
+def _model_errors() -> tuple[type[BaseException], ...]:
+    try:
+        from trainer.models import ModelLoadError
+    except ImportError:  # no [train]: only baselines got this far
+        return ()
+    return (ModelLoadError,)
+
+
+def _print_row(row: Any, title: str) -> None:
+    rows = []
+    for env_id, result in row.results.items():
+        rows.append(
+            [
+                env_id,
+                str(result.episodes),
+                f"{100 * result.success_rate:.1f}% [{100 * result.low:.1f}, "
+                f"{100 * result.high:.1f}]",
+                f"{result.mean_return:.3f}",
+                f"{result.mean_turns:.2f}",
+                f"{result.prompt_tokens}/{result.reply_tokens}",
+                f"{result.wall_s:.1f}",
+            ]
+        )
+    overall = "-" if row.overall is None else f"{100 * row.overall:.1f}%"
+    rows.append(["overall", "", overall, "", "", "", ""])
+    columns = ["env", "episodes", "success [95% CI]", "return", "turns", "tokens in/out", "wall s"]
+    print_table(columns, rows, title=title, no_wrap_columns=1)
+
+
+@contextlib.contextmanager
+def _progress(total: int) -> Iterator[Callable[[str, int], None]]:
+    """``update(env_id, done)`` after each stored chunk: a rich bar on a terminal, else a line."""
+    if sys.stderr.isatty():
+        try:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+        except ImportError:
+            pass
+        else:
+            columns = (
+                "{task.description}",
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeRemainingColumn(),
+            )
+            with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+                task = bar.add_task("episodes", total=total)
+                yield lambda env_id, done: bar.update(task, completed=done, description=env_id)
+            return
+
+    def line(env_id: str, done: int) -> None:
+        print(f"{env_id}: {done}/{total} episodes stored", file=sys.stderr, flush=True)
+
+    yield line
