@@ -1,0 +1,297 @@
+"""The leaderboard's page in a real browser: Debian's Chromium driven by Playwright, against
+the served app (uvicorn on a free port of 127.0.0.1) and the exported site (``file://``).
+
+The store holds episodes the oracle and a random policy played in SimpleSokoban-v0 and
+FrozenLake-v0, a checkpoint of a training run that played half its seeds like each, and the
+run's evaluation points. Each test checks, besides its own subject, that the page logged no
+console error, threw nothing, and requested nothing but the site's own files, all answered.
+
+``ROLLENV_UPDATE_SCREENSHOT=1`` also writes the index's screenshot to ``docs/leaderboard.png``.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import rollenv
+from rollenv.policies import RandomPolicy, oracle_for
+
+from leaderboard.records import EpisodeRecord, EvalIdentity, Provenance, TrainingPoint, TurnRecord
+from leaderboard.site import export_site, make_app
+from leaderboard.store import ResultStore
+
+CHROMIUM = Path("/usr/bin/chromium")
+if not CHROMIUM.exists():
+    pytest.skip(
+        "needs Debian's Chromium at /usr/bin/chromium (apt-get install -y chromium)",
+        allow_module_level=True,
+    )
+sync_api = pytest.importorskip(
+    "playwright.sync_api", reason="needs Playwright's Python API (pip install playwright)"
+)
+uvicorn = pytest.importorskip("uvicorn", reason="needs uvicorn (pip install 'rollenv[leaderboard]')")
+
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+ENVS = ("SimpleSokoban-v0", "FrozenLake-v0")
+SEEDS = range(4)
+RUN = "sokoban-run-1"
+REPO = Path(__file__).resolve().parents[2]
+
+
+# ---------------------------------------------------------------------------- the store
+def play(env_id: str, policy_for: Callable, seed: int, max_turns: int = 12) -> EpisodeRecord:
+    """One real episode, recorded with the observation after every step."""
+    env = rollenv.make(env_id)
+    policy = policy_for(env, seed)
+    started = time.perf_counter()
+    observation, info = env.reset(seed=seed)
+    first, instruction, turns = observation, info["instruction"], []
+    finish = "max_turns"
+    for _ in range(max_turns):
+        reply = policy.act(observation, info)
+        observation, reward, terminated, truncated, info = env.step(reply)
+        turns.append(TurnRecord(reply, observation, float(reward), dict(info["metrics"])))
+        if terminated or truncated:
+            finish = "terminated" if terminated else "truncated"
+            break
+    return EpisodeRecord(
+        env_id=env_id,
+        seed=seed,
+        instruction=instruction,
+        first_observation=first,
+        turns=tuple(turns),
+        success=bool(turns[-1].metrics["success"]),
+        total_reward=sum(turn.reward for turn in turns),
+        finish_reason=finish,
+        wall_s=time.perf_counter() - started,
+    )
+
+
+def oracle(env: object, seed: int) -> object:
+    return oracle_for(env)
+
+
+def random(env: object, seed: int) -> object:
+    return RandomPolicy(env, seed=seed)
+
+
+def checkpoint(env: object, seed: int) -> object:
+    """A half-trained agent: the oracle on even seeds, random on odd ones."""
+    return oracle(env, seed) if seed % 2 == 0 else random(env, seed)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ResultStore]:
+    store = ResultStore(tmp_path_factory.mktemp("board") / "leaderboard.db")
+    provenance = Provenance(
+        model_source="baseline",
+        suite_fingerprint="fp-smoke",
+        env_versions=dict.fromkeys(ENVS, "0.1.0"),
+        rollenv_version="0.1.0",
+        git_commit="c953489",
+        hardware="2 CPU cores, no GPU",
+        command="roll-agent eval --suite smoke",
+    )
+    for model, policy in [("oracle", oracle), ("random", random), (f"{RUN}@step-30", checkpoint)]:
+        weights = "baseline" if policy is not checkpoint else "sha256:5d41402abc4b2a76"
+        identity = EvalIdentity(model, weights, "smoke", 0, {"temperature": 0.0})
+        start = store.start_eval(identity, provenance, list(ENVS))
+        store.add_episodes(start.eval_id, [play(e, policy, s) for e in ENVS for s in SEEDS])
+        store.finish_eval(start.eval_id)
+    for step, rate in [(0, 0.0), (10, 0.2), (20, 0.35), (30, 0.5)]:
+        for env_id, bonus in zip(ENVS, (0.0, 0.15), strict=True):
+            metrics = {"success": min(1.0, rate + bonus), "return": rate * 10}
+            store.add_training_point(
+                TrainingPoint(RUN, "tiny-random", env_id, step, metrics, 1.7e9 + step)
+            )
+    yield store
+    store.close()
+
+
+# ---------------------------------------------------------------------------- the two sites
+@pytest.fixture(scope="module")
+def served(store: ResultStore) -> Iterator[str]:
+    """The app on a port of 127.0.0.1 bound before uvicorn starts: connections wait in the
+    socket's backlog until it serves them, so nothing has to sleep."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(make_app(store), log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{port}/"
+    with urllib.request.urlopen(base, timeout=30) as response:  # blocks until it answers
+        assert response.status == 200
+    yield base
+    server.should_exit = True
+    thread.join(timeout=10)
+    listener.close()
+    assert not thread.is_alive(), "uvicorn did not shut down"
+
+
+@pytest.fixture(scope="module")
+def exported(store: ResultStore, tmp_path_factory: pytest.TempPathFactory) -> str:
+    index = export_site(store, tmp_path_factory.mktemp("site"))
+    return index.parent.as_uri() + "/"
+
+
+@pytest.fixture(params=["served", "exported"])
+def base(request: pytest.FixtureRequest) -> str:
+    return request.getfixturevalue(request.param)
+
+
+# ---------------------------------------------------------------------------- the browser
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield browser
+        browser.close()
+
+
+class Watched:
+    """A page, and every problem it reported: console errors, uncaught exceptions, requests
+    that failed or were answered with an error, and requests outside the site."""
+
+    def __init__(self, page: object, base: str) -> None:
+        self.page = page
+        self.problems: list[str] = []
+        page.on("console", self._console)
+        page.on("pageerror", lambda error: self.problems.append(f"page error: {error}"))
+        page.on("requestfailed", lambda r: self.problems.append(f"failed: {r.url} {r.failure}"))
+        page.on("response", self._response)
+        page.on("request", lambda r: self._request(r.url, base))
+
+    def _console(self, message: object) -> None:
+        if message.type in ("error", "warning"):
+            self.problems.append(f"console {message.type}: {message.text}")
+
+    def _response(self, response: object) -> None:
+        if response.status >= 400:
+            self.problems.append(f"HTTP {response.status}: {response.url}")
+
+    def _request(self, url: str, base: str) -> None:
+        if not url.startswith((base, "data:")):
+            self.problems.append(f"request outside the site: {url}")
+
+
+@pytest.fixture
+def watched(browser: object, base: str) -> Iterator[Watched]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    yield Watched(page, base)
+    context.close()
+
+
+def models_in_ranking(page: object) -> list[str]:
+    rows = page.locator("table.ranking tbody tr")
+    return [rows.nth(k).get_attribute("data-model") for k in range(rows.count())]
+
+
+def visible_board(page: object) -> str:
+    return page.locator(".turn:not([hidden]) table.grid").inner_html()
+
+
+# ---------------------------------------------------------------------------- the tests
+def test_ranking_is_in_order_and_sorts(watched: Watched, base: str) -> None:
+    page = watched.page
+    page.goto(base + "index.html")
+    ranked = models_in_ranking(page)
+    assert ranked == ["oracle", f"{RUN}@step-30", "random"]
+
+    page.click('table.ranking th[data-col="overall"]')
+    assert models_in_ranking(page) == ranked[::-1]
+    assert page.get_attribute('th[data-col="overall"]', "aria-sort") == "ascending"
+    page.click('table.ranking th[data-col="overall"]')
+    assert models_in_ranking(page) == ranked
+
+    page.click('table.ranking th[data-col="model"]')
+    assert models_in_ranking(page) == sorted(ranked)
+    page.click('table.ranking th[data-col="rank"]')
+    assert models_in_ranking(page) == ranked
+    assert watched.problems == []
+
+
+def test_charts_render(watched: Watched, base: str) -> None:
+    page = watched.page
+    page.goto(base + "index.html")
+    charts = page.locator("figure.chart svg")
+    assert charts.count() == len(ENVS) + 1  # a chart per env, and the run's learning curve
+    for k in range(charts.count()):
+        box = charts.nth(k).bounding_box()
+        assert box is not None and box["width"] > 100 and box["height"] > 50
+    assert page.locator("figure.chart.learning svg path").count() > 0
+    page.click(f'figure.chart[data-run="{RUN}"] figcaption a')
+    assert page.locator("h1").inner_text() == f"Training run {RUN}"
+    assert page.locator("figure.chart svg").bounding_box()["height"] > 50
+    assert watched.problems == []
+
+
+def test_episode_viewer_steps_through_sokoban(watched: Watched, base: str) -> None:
+    page = watched.page
+    page.goto(base + "index.html")
+    page.click('table.ranking tr[data-model="oracle"] td.model a')
+    page.click('details.episodes[data-env="SimpleSokoban-v0"] summary')
+    page.click('details.episodes[data-env="SimpleSokoban-v0"] a.solved >> nth=0')
+    assert page.locator("#viewer").count() == 1
+    turns = int(page.get_attribute("#viewer", "data-turns"))
+    assert turns >= 2
+    indicator = page.locator("#turn-index")
+    assert indicator.inner_text() == f"turn 0 of {turns}"
+    assert page.locator(".turn:not([hidden])").count() == 1
+    assert page.locator("#prev").is_disabled()
+    start = visible_board(page)
+    assert "player" in start
+
+    page.click("#next")
+    assert indicator.inner_text() == f"turn 1 of {turns}"
+    after_one = visible_board(page)
+    assert after_one != start  # the oracle never wastes a move
+    page.keyboard.press("ArrowRight")
+    assert indicator.inner_text() == f"turn 2 of {turns}"
+    assert visible_board(page) not in (start, after_one)
+
+    page.keyboard.press("ArrowLeft")
+    assert indicator.inner_text() == f"turn 1 of {turns}"
+    assert visible_board(page) == after_one
+    page.click("#prev")
+    assert indicator.inner_text() == f"turn 0 of {turns}"
+    assert visible_board(page) == start
+    assert page.locator("#prev").is_disabled()
+
+    page.keyboard.press("End")
+    assert indicator.inner_text() == f"turn {turns} of {turns}"
+    assert page.locator("#next").is_disabled()
+    assert page.locator(".turn:not([hidden]) .grid td.box-on-target").count() >= 1
+    assert watched.problems == []
+
+
+def test_screenshot_of_the_index(browser: object, exported: str, tmp_path: Path) -> None:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    watched = Watched(page, exported)
+    page.goto(exported + "index.html")
+    shot = page.screenshot(full_page=True, path=tmp_path / "leaderboard.png")
+    context.close()
+    assert shot[:8] == b"\x89PNG\r\n\x1a\n" and (tmp_path / "leaderboard.png").stat().st_size
+    if os.environ.get("ROLLENV_UPDATE_SCREENSHOT") == "1":
+        (REPO / "docs").mkdir(exist_ok=True)
+        (REPO / "docs" / "leaderboard.png").write_bytes(shot)
+    assert watched.problems == []
