@@ -35,7 +35,11 @@ def make_app(store: ResultReader) -> FastAPI:
 
 
 def serve_site(store: ResultReader, host: str = "127.0.0.1", port: int = 8000) -> None:
-    """Serves the site on ``host:port`` with uvicorn until interrupted (Ctrl-C)."""
+    """Serves the site on ``host:port`` with uvicorn until interrupted (Ctrl-C).
+
+    Raises:
+        OSError: the address cannot be listened on (checked before uvicorn starts).
+    """
     from leaderboard.site.server import serve_site as run
 
     run(store, host, port)

@@ -80,7 +80,9 @@ def _env_figure(bars: Sequence[Bar], height: float) -> Figure:
         axes.errorbar(
             [100 * bar.rate],
             [y],
-            xerr=[[100 * (bar.rate - bar.low)], [100 * (bar.high - bar.rate)]],
+            # an interval's end can miss the rate by a rounding error (Wilson's upper end at
+            # n of n is 0.9999999999999999): matplotlib refuses negative error bars
+            xerr=[[100 * max(0.0, bar.rate - bar.low)], [100 * max(0.0, bar.high - bar.rate)]],
             fmt="o",
             color=colour,
             ecolor=colour,

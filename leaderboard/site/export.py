@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from importlib.resources import files
 from pathlib import Path
 
@@ -25,21 +26,35 @@ from leaderboard.site.paths import INDEX
 __all__ = ["export_site", "write_static"]
 
 
-def export_site(store: ResultReader, directory: str | Path) -> Path:
+def export_site(
+    store: ResultReader,
+    directory: str | Path,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> Path:
     """Writes the whole site for ``store`` under ``directory`` (created if missing; files of
     an earlier export are overwritten, others left alone).
+
+    Args:
+        store: the results to show.
+        directory: where ``index.html`` and the other pages go.
+        progress: called with (pages written, pages in all) after each page, for a progress
+            bar: a board of several models on ``core`` has thousands of episode pages.
 
     Returns:
         The path of ``index.html``.
     """
     root = Path(directory)
     root.mkdir(parents=True, exist_ok=True)
+    write_static(root / "static")
     site = Site(store)
-    for path in site.paths():
+    pages = list(site.paths())
+    for done, path in enumerate(pages, start=1):
         target = root / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(site.render(path), encoding="utf-8")
-    write_static(root / "static")
+        if progress is not None:
+            progress(done, len(pages))
     return root / INDEX
 
 

@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections.abc import Iterable, Iterator
@@ -33,7 +34,7 @@ from leaderboard.records import Board, BoardRow, EnvResult, EpisodeSummary, Trai
 from leaderboard.site import formatting, paths
 from leaderboard.site.catalog import Catalog, ResultReader
 from leaderboard.site.charts import Bar, Curve, env_chart, learning_chart
-from leaderboard.site.grids import family_of
+from leaderboard.site.grids import family_of, palette_for
 from leaderboard.site.transcript import turns_of
 from leaderboard.store import StoreError
 
@@ -237,6 +238,7 @@ class Site:
             board=located.board,
             label=self._labels(located.board)[evaluation.eval_id],
             family=family_of(record.env_id),
+            legend=list((palette_for(record.env_id) or {}).items()),
             turns=turns_of(record),
             previous=siblings[place - 1] if place > 0 else None,
             following=siblings[place + 1] if place + 1 < len(siblings) else None,
@@ -382,6 +384,7 @@ def _success(point: TrainingPoint) -> float | None:
     return None
 
 
+@functools.cache
 def _rollenv_version() -> str:
     try:
         return version("rollenv")

@@ -13,6 +13,8 @@ Example:
 
 from __future__ import annotations
 
+import socket
+
 from fastapi import FastAPI
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
@@ -57,7 +59,20 @@ def make_app(store: ResultReader) -> FastAPI:
 
 
 def serve_site(store: ResultReader, host: str = "127.0.0.1", port: int = 8000) -> None:
-    """Serves the site with uvicorn until interrupted (Ctrl-C)."""
+    """Serves the site with uvicorn until interrupted (Ctrl-C), then returns.
+
+    Raises:
+        OSError: ``host:port`` cannot be listened on (taken, or not an address of this
+            machine); raised before uvicorn starts, so the caller can say so in one line.
+    """
     import uvicorn
 
-    uvicorn.run(make_app(store), host=host, port=port, log_level="info")
+    # bound here rather than by uvicorn, which logs a failed bind and exits the process
+    listener = socket.create_server((host, port))
+    server = uvicorn.Server(uvicorn.Config(make_app(store), log_level="info"))
+    try:
+        server.run(sockets=[listener])
+    except KeyboardInterrupt:
+        pass  # uvicorn shut down cleanly and re-raised the Ctrl-C it caught
+    finally:
+        listener.close()

@@ -20,12 +20,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-import rollenv
-from rollenv.policies import RandomPolicy, oracle_for
 
+import rollenv
 from leaderboard.records import EpisodeRecord, EvalIdentity, Provenance, TrainingPoint, TurnRecord
 from leaderboard.site import export_site, make_app
 from leaderboard.store import ResultStore
+from rollenv.policies import RandomPolicy, oracle_for
 
 CHROMIUM = Path("/usr/bin/chromium")
 if not CHROMIUM.exists():
@@ -36,7 +36,9 @@ if not CHROMIUM.exists():
 sync_api = pytest.importorskip(
     "playwright.sync_api", reason="needs Playwright's Python API (pip install playwright)"
 )
-uvicorn = pytest.importorskip("uvicorn", reason="needs uvicorn (pip install 'rollenv[leaderboard]')")
+uvicorn = pytest.importorskip(
+    "uvicorn", reason="needs uvicorn (pip install 'rollenv[leaderboard]')"
+)
 
 ARGS = [
     "--headless",

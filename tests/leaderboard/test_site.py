@@ -9,8 +9,15 @@ in real envs, plus hand-written episodes whose text tries to break out of the pa
 
 from __future__ import annotations
 
+import contextlib
 import re
+import signal
+import socket
+import subprocess
+import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
@@ -20,11 +27,13 @@ from fastapi.testclient import TestClient
 
 import rollenv
 from leaderboard.records import EpisodeRecord, EvalIdentity, Provenance, TrainingPoint, TurnRecord
-from leaderboard.site import export_site, make_app
+from leaderboard.site import export_site, make_app, serve_site
+from leaderboard.site.charts import Bar, env_chart
 from leaderboard.site.grids import Grid, Text, segments
 from leaderboard.site.pages import OVERALL_RULE
 from leaderboard.site.paths import env_path, episode_path, model_path, run_path
 from leaderboard.site.transcript import reply_of
+from leaderboard.stats import wilson_interval
 from leaderboard.store import ResultStore
 from rollenv.policies import RandomPolicy, oracle_for
 
@@ -88,6 +97,16 @@ def test_webshop_and_code_pages_are_text() -> None:
     code, _ = rollenv.make(CODE).reset(seed=0)
     for env_id, text in [(SHOP, observation), (SHOP, results), (CODE, code), (SHOP, "__\n__")]:
         assert segments(env_id, text) == [Text(text.strip("\n"))]
+
+
+def test_chart_of_all_and_nothing_solved() -> None:
+    """Wilson's interval at n of n ends a rounding error below 1; the chart still draws."""
+    bars = []
+    for label, successes in [("all", 10), ("none", 0)]:
+        low, high = wilson_interval(successes, 10)
+        bars.append(Bar(label, successes / 10, low, high))
+    svg = env_chart(bars, key="edges")
+    assert svg.startswith("<svg") and ">all<" in svg and ">none<" in svg
 
 
 def test_code_reply_is_picked_out() -> None:
@@ -302,7 +321,9 @@ def test_sokoban_episode_viewer(site: Path, store: ResultStore) -> None:
     record = store.episode(summary.episode_id)
     html = (site / episode_path(summary.episode_id)).read_text()
     assert html.count('<article class="turn"') == len(record.turns) + 1
-    assert html.count('<table class="grid grid-sokoban"') == len(record.turns) + 1
+    assert (
+        html.count('<table class="grid grid-sokoban" aria-label="board"') == len(record.turns) + 1
+    )
     assert f"turn 0 of {len(record.turns)}" in html
     assert 'id="prev"' in html and 'id="next"' in html and 'id="turn-index"' in html
     assert 'class="player"' in html and 'class="box-on-target"' in html  # the oracle solved it
@@ -352,3 +373,44 @@ def test_served_pages_show_fresh_data(tmp_path: Path) -> None:
             store, EvalIdentity("latecomer", "baseline", "smoke", 0), [play(LAKE, oracle_for, 0)]
         )
         assert 'data-model="latecomer"' in client.get("/index.html").text
+
+
+def test_serve_site_refuses_a_taken_port(store: ResultStore) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        with pytest.raises(OSError):
+            serve_site(store, port=port)
+
+
+def test_serve_site_answers_until_ctrl_c(store: ResultStore, tmp_path: Path) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        port = probe.getsockname()[1]
+    script = (
+        "import sys; from leaderboard.store import ResultStore; "
+        "from leaderboard.site import serve_site; "
+        f"serve_site(ResultStore(sys.argv[1]), port={port}); print('stopped')"
+    )
+    server = subprocess.Popen(
+        [sys.executable, "-c", script, store.url.removeprefix("sqlite:///")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        html = None
+        while html is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as response:
+                    html = response.read().decode()
+            except urllib.error.URLError:
+                # not listening yet: wait for the process a moment, failing if it died
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    server.wait(timeout=0.1)
+                assert server.returncode is None, server.stderr.read()
+        assert 'data-model="oracle"' in html
+        server.send_signal(signal.SIGINT)
+        out, err = server.communicate(timeout=20)
+    finally:
+        server.kill()
+    assert server.returncode == 0, err
+    assert out.splitlines()[-1] == "stopped"
