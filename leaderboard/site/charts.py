@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 import threading
@@ -66,6 +67,12 @@ def env_chart(bars: Sequence[Bar], key: str) -> str:
         bars: the models, in the order to show them top down.
         key: unique among the charts of one page (it salts the SVG's element ids).
     """
+    return _env_svg(tuple(bars), key)
+
+
+@functools.lru_cache(maxsize=256)
+def _env_svg(bars: tuple[Bar, ...], key: str) -> str:
+    # cached: the served app draws every chart of a page again on each request
     height = 0.9 + 0.34 * max(1, len(bars))
     with _drawing():
         return _svg(_env_figure(bars, height), key)
@@ -101,6 +108,12 @@ def _env_figure(bars: Sequence[Bar], height: float) -> Figure:
 
 def learning_chart(curves: Sequence[Curve], key: str) -> str:
     """Success rate against training step, one line per env, as an SVG string."""
+    frozen = tuple(Curve(c.env_id, tuple(c.steps), tuple(c.rates)) for c in curves)
+    return _learning_svg(frozen, key)
+
+
+@functools.lru_cache(maxsize=64)
+def _learning_svg(curves: tuple[Curve, ...], key: str) -> str:
     with _drawing():
         return _svg(_learning_figure(curves), key)
 
