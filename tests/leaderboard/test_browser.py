@@ -181,7 +181,7 @@ class Watched:
         page.on("request", lambda r: self._request(r.url, base))
 
     def _console(self, message: object) -> None:
-        if message.type in ("error", "warning"):
+        if message.type == "error":
             self.problems.append(f"console {message.type}: {message.text}")
 
     def _response(self, response: object) -> None:
