@@ -32,7 +32,10 @@ def wilson_interval(successes: int, n: int, z: float = Z_95) -> tuple[float, flo
     denominator = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denominator
     half = z / denominator * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # at 0 or n successes one end is exact; rounding would put it a hair off the rate
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return low, high
 
 
 def episodes_for_half_width(half_width: float, z: float = Z_95) -> int:

@@ -87,13 +87,15 @@ class StoreError(Exception):
 
 
 def default_db_path() -> Path:
-    """The default database file: ``$ROLLENV_CACHE/leaderboard.db``, else
-    ``~/.cache/rollenv/leaderboard.db``.
+    """The default database file: ``$ROLLENV_LEADERBOARD_DB`` if set, else
+    ``$ROLLENV_CACHE/leaderboard.db``, else ``~/.cache/rollenv/leaderboard.db``.
 
     Example:
         >>> default_db_path().name
         'leaderboard.db'
     """
+    if os.environ.get("ROLLENV_LEADERBOARD_DB"):
+        return Path(os.environ["ROLLENV_LEADERBOARD_DB"]).expanduser()
     cache = os.environ.get("ROLLENV_CACHE") or "~/.cache/rollenv"
     return Path(cache).expanduser() / "leaderboard.db"
 

@@ -1,4 +1,5 @@
-"""Skips ``@pytest.mark.gpu`` tests, with the reason, where torch sees no CUDA GPU."""
+"""Skips ``@pytest.mark.gpu`` tests, with the reason, where torch sees no CUDA GPU; gives each
+test its own leaderboard database (training records its evaluations there), never the user's."""
 
 from __future__ import annotations
 
@@ -25,3 +26,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if reason is not None:
         for item in gpu_items:
             item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.fixture(autouse=True)
+def _own_leaderboard_db(tmp_path_factory: pytest.TempPathFactory, monkeypatch) -> None:
+    folder = tmp_path_factory.mktemp("leaderboard")
+    monkeypatch.setenv("ROLLENV_LEADERBOARD_DB", str(folder / "leaderboard.db"))

@@ -133,6 +133,17 @@ def _add_train_command(commands: argparse._SubParsersAction) -> None:
         "workers of --strategy fsdp2/deepspeed run there too)",
     )
     _add_strategy_options(parser)
+    parser.add_argument(
+        "--db",
+        help="the leaderboard's results database, where each evaluation point is recorded "
+        "with the run's id (default ~/.cache/rollenv/leaderboard.db, or $ROLLENV_CACHE)",
+    )
+    parser.add_argument(
+        "--leaderboard",
+        metavar="SUITE",
+        help="at the end, evaluate the final checkpoint on this leaderboard suite (e.g. smoke, "
+        "core) into --db",
+    )
     parser.set_defaults(handler=run_train)
 
 

@@ -149,9 +149,9 @@ def run_leaderboard_export(args: argparse.Namespace) -> int:
     require_extra("jinja2", "leaderboard")
     from leaderboard.site import export_site
 
-    with _store(args.db) as store:
+    with _store(args.db) as store, _page_progress() as progress:
         try:
-            index = export_site(store, args.directory)
+            index = export_site(store, args.directory, progress=progress)
         except OSError as error:
             raise UsageError(f"cannot write {args.directory}: {error}") from None
     print(f"wrote {index} (open it in a browser; no server needed)")
@@ -175,11 +175,15 @@ def run_suite_eval(args: argparse.Namespace) -> int:
     if choice.kind == "openai":
         require_extra("openai", "serve")
     with _store(args.db) as store, _progress(suite.episodes) as progress:
-        print(
-            f"{suite.label}: {suite.episodes} episodes of {len(suite.envs)} envs, "
-            f"model {choice.name}, into {store.url}",
-            file=sys.stderr,
-        )
+
+        def announce(eval_id: int, stored: int) -> None:
+            resumed = f", {stored} stored before" if stored else ""
+            print(
+                f"{suite.label}: {suite.episodes} episodes of {len(suite.envs)} envs, model "
+                f"{choice.name}, into {store.url} (eval {eval_id}{resumed})",
+                file=sys.stderr,
+            )
+
         try:
             outcome = evaluate_suite(
                 choice,
@@ -194,6 +198,7 @@ def run_suite_eval(args: argparse.Namespace) -> int:
                 backend=args.backend,
                 command=shlex.join([PROG, *args.command_line]),
                 progress=progress,
+                on_start=announce,
             )
         except SuiteEvalError as error:
             raise UsageError(str(error)) from None
@@ -204,7 +209,8 @@ def run_suite_eval(args: argparse.Namespace) -> int:
             f"already evaluated: eval {outcome.eval_id} of {choice.name} on {suite.label} is "
             "complete in the store (--force plays it again)"
         )
-    _print_row(outcome.row, title=f"{choice.name} on {suite.label} (eval {outcome.eval_id})")
+    title = f"{choice.name} on {suite.label} (eval {outcome.eval_id})"
+    _print_row(outcome.row, [env.id for env in suite.envs], title=title)
     if not outcome.already_complete:
         print(f"played {outcome.played} episodes in {outcome.wall_s:.1f}s")
     return 0
@@ -218,9 +224,10 @@ def _model_errors() -> tuple[type[BaseException], ...]:
     return (ModelLoadError,)
 
 
-def _print_row(row: Any, title: str) -> None:
+def _print_row(row: Any, env_ids: list[str], title: str) -> None:
     rows = []
-    for env_id, result in row.results.items():
+    for env_id in env_ids:
+        result = row.results[env_id]
         rows.append(
             [
                 env_id,
@@ -240,8 +247,25 @@ def _print_row(row: Any, title: str) -> None:
 
 
 @contextlib.contextmanager
-def _progress(total: int) -> Iterator[Callable[[str, int], None]]:
-    """``update(env_id, done)`` after each stored chunk: a rich bar on a terminal, else a line."""
+def _page_progress() -> Iterator[Callable[[int, int], None]]:
+    """``update(done, total)`` per exported page: a bar on a terminal, else a line per 1000."""
+    with contextlib.ExitStack() as stack:
+        bars: dict[int, Callable[[str, int], None]] = {}
+
+        def update(done: int, total: int) -> None:
+            if total not in bars:
+                bars[total] = stack.enter_context(_progress(total, unit="pages", every=1000))
+            bars[total]("pages", done)
+
+        yield update
+
+
+@contextlib.contextmanager
+def _progress(
+    total: int, unit: str = "episodes", every: int = 1
+) -> Iterator[Callable[[str, int], None]]:
+    """``update(label, done)`` (after each stored chunk of episodes): a rich bar on a terminal,
+    else a line (every ``every`` units, and at the end)."""
     if sys.stderr.isatty():
         try:
             from rich.console import Console
@@ -256,11 +280,13 @@ def _progress(total: int) -> Iterator[Callable[[str, int], None]]:
                 TimeRemainingColumn(),
             )
             with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
-                task = bar.add_task("episodes", total=total)
+                task = bar.add_task(unit, total=total)
                 yield lambda env_id, done: bar.update(task, completed=done, description=env_id)
             return
 
-    def line(env_id: str, done: int) -> None:
-        print(f"{env_id}: {done}/{total} episodes stored", file=sys.stderr, flush=True)
+    def line(label: str, done: int) -> None:
+        if done % every == 0 or done == total:
+            stored = " stored" if unit == "episodes" else ""
+            print(f"{label}: {done}/{total} {unit}{stored}", file=sys.stderr, flush=True)
 
     yield line

@@ -8,10 +8,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import rollenv
-from trainer.config import Config, load_config, preset_names
+from trainer.config import Config, ConfigError, load_config, preset_names
 from trainer.library_output import quiet_library_output
+from trainer.training_points import TrainingPointRecorder
 
 if TYPE_CHECKING:
+    from leaderboard.suites import Suite
     from trainer.pipeline import Pipeline
     from trainer.run_view import RunSummary
     from trainer.stop_request import RunStopped
@@ -64,14 +66,18 @@ def run_train(args: argparse.Namespace) -> int:
 
     config = config_from_args(args)
     run_dir = Path(config.train.output_dir)
+    suite = _leaderboard_suite(args)
     view = make_run_view(
         plan_phases(config, resume=args.resume),
         title=f"roll-agent train · {config.env.id} · {config.model.name} · {run_dir}",
     )
     pipeline = None
+    recorder = TrainingPointRecorder(getattr(args, "db", None), run_dir, config, view.message)
     try:
         with quiet_library_output(run_dir / "train.log"):
-            pipeline = Pipeline(config, resume=args.resume, view=view)
+            pipeline = Pipeline(
+                config, resume=args.resume, view=view, on_evaluation=recorder.record
+            )
             pipeline.run()
     except RunStopped as stopped:
         view.close(_summary(args, config, None, stopped))
@@ -79,8 +85,49 @@ def run_train(args: argparse.Namespace) -> int:
     except BaseException:
         view.close()
         raise
+    finally:
+        recorder.close()
     view.close(_summary(args, config, pipeline))
+    if suite is not None and not pipeline.stopped_early:
+        return _evaluate_final_checkpoint(args, config, suite)
     return 0
+
+
+def _leaderboard_suite(args: argparse.Namespace) -> Suite | None:
+    """``--leaderboard SUITE``, read before training so a wrong name fails at once."""
+    if not getattr(args, "leaderboard", None):
+        return None
+    from leaderboard.suites import SuiteError, load_suite
+
+    try:
+        return load_suite(args.leaderboard)
+    except SuiteError as error:
+        raise ConfigError(f"--leaderboard: {error}") from None
+
+
+def _evaluate_final_checkpoint(args: argparse.Namespace, config: Config, suite: Suite) -> int:
+    """``--leaderboard``: the newest checkpoint's model on ``suite``, into ``--db``."""
+    from trainer.checkpoint import latest_checkpoint
+    from trainer.eval_commands import run_suite_eval
+
+    checkpoint = latest_checkpoint(Path(config.train.output_dir))
+    if checkpoint is None:
+        print("no checkpoint to evaluate on the leaderboard")
+        return 1
+    eval_args = argparse.Namespace(
+        suite=str(suite.path),
+        model=str(checkpoint / "model"),
+        db=getattr(args, "db", None),
+        force=False,
+        temperature=0.0,
+        seed=0,
+        max_new_tokens=config.sampling.max_new_tokens,
+        tokenizer=None,
+        chunk=32,
+        backend="continuous",
+        command_line=["eval", "--suite", suite.label, "--model", str(checkpoint / "model")],
+    )
+    return run_suite_eval(eval_args)
 
 
 def _summary(
@@ -117,6 +164,7 @@ def _summary(
         )
         commands += [
             ("evaluate", f"roll-agent eval --env {env} --model {model}{settings}"),
+            ("leaderboard", f"roll-agent eval --suite smoke --model {model}"),
             ("serve", f"roll-agent serve --model {model}"),
         ]
     if pipeline.stopped_early:

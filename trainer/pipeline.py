@@ -132,6 +132,8 @@ class Pipeline:
             for silence).
         view: shows the run's progress (default: plain lines through ``log``).
         stop: the run's Ctrl-C handling (default: one installed while it trains).
+        on_evaluation: called with the step and the ``eval/`` metrics after each evaluation
+            (``roll-agent train`` records them in the leaderboard's store).
 
     Raises:
         RunStopped: Ctrl-C stopped the warm start (it saved its checkpoint first).
@@ -145,8 +147,10 @@ class Pipeline:
         log: Callable[[str], None] | None = print,
         view: RunView | None = None,
         stop: StopRequest | None = None,
+        on_evaluation: Callable[[int, dict[str, float]], None] | None = None,
     ):
         self.config = config
+        self.on_evaluation = on_evaluation
         self.run_dir = Path(config.train.output_dir)
         self.view = view or PlainRunView(
             plan_phases(config, resume=resume), write=log or (lambda message: None)
@@ -371,8 +375,11 @@ class Pipeline:
                     started = time.perf_counter()
                     last = self.train_step()
                     if config.eval_every and self.step % config.eval_every == 0:
-                        last.update(self.evaluate())
+                        evaluation = self.evaluate()
+                        last.update(evaluation)
                         self.evaluations.append((self.step, last["eval/success"]))
+                        if self.on_evaluation is not None:
+                            self.on_evaluation(self.step, evaluation)
                     last["time/step"] = time.perf_counter() - started
                     self.metrics.log(self.step, last)
                     skipped = None if "loss" in last else _skipped_text(last)

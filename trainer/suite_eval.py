@@ -32,10 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from leaderboard.store import ResultStore
-
 import rollenv
 from leaderboard.records import BoardRow, EpisodeRecord, EvalIdentity, TurnRecord
+from leaderboard.store import ResultStore
 from leaderboard.suites import Suite, SuiteEnv
 from rollenv.policies import RandomPolicy, oracle_for
 from rollenv.wrappers import SeedAsResetOption
@@ -128,6 +127,7 @@ def evaluate_suite(
     backend: str = "continuous",
     command: str = "",
     progress: Callable[[str, int], None] = lambda env_id, done: None,
+    on_start: Callable[[int, int], None] = lambda eval_id, stored: None,
 ) -> EvalOutcome:
     """Plays ``suite`` with ``choice`` and stores every episode in ``store``.
 
@@ -145,6 +145,8 @@ def evaluate_suite(
         backend: the in-process engine, ``continuous`` or ``hf`` (a local model only).
         command: the command line, for the provenance.
         progress: called after each stored chunk with the env id and the episodes stored in all.
+        on_start: called once the model is loaded and the eval is in the store, with its id and
+            the episodes stored before (a resumed eval's), unless it was already complete.
     """
     from leaderboard.provenance import make_provenance
 
@@ -161,6 +163,7 @@ def evaluate_suite(
     played = 0
     if not start.complete:
         stored = len(start.done)
+        on_start(start.eval_id, stored)
         for env in suite.envs:
             seeds = [s for s in env.seeds if (env.id, s) not in start.done]
             for part in _chunks(seeds, chunk):

@@ -352,6 +352,7 @@ def test_a_changed_suite_without_a_new_version_is_refused(store: ResultStore) ->
 def test_the_default_path_honours_rollenv_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.delenv("ROLLENV_LEADERBOARD_DB", raising=False)  # tests/conftest.py sets it
     monkeypatch.setenv("ROLLENV_CACHE", str(tmp_path / "cache"))
     assert default_db_path() == tmp_path / "cache" / "leaderboard.db"
     with ResultStore() as store:
@@ -361,6 +362,8 @@ def test_the_default_path_honours_rollenv_cache(
     monkeypatch.delenv("ROLLENV_CACHE")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert default_db_path() == tmp_path / "home" / ".cache" / "rollenv" / "leaderboard.db"
+    monkeypatch.setenv("ROLLENV_LEADERBOARD_DB", str(tmp_path / "board.db"))
+    assert default_db_path() == tmp_path / "board.db"
 
 
 def test_paths_and_sqlite_urls_name_the_same_file(db: Path) -> None:
