@@ -211,3 +211,28 @@ def test_mistakes_get_one_line_and_exit_2(tmp_path):
         "eval", "--model", "openai:localhost:8000", "--suite", "smoke"
     )
     assert not (tmp_path / "b.db").exists() or _stored(tmp_path / "b.db") == []
+
+
+def test_training_records_its_evaluations_and_enters_its_final_checkpoint(tmp_path, capsys):
+    """``roll-agent train --db --leaderboard``: each evaluation point is stored under the run's
+    id, and the final checkpoint is played on the suite as ``<run>@step-N``."""
+    db, run = tmp_path / "board.db", tmp_path / "lake-run"
+    status = main(
+        ["train", "--env", "FrozenLake-v0", "--model", "tiny-random", "--steps", "2"]
+        + ["--output", str(run), "--db", str(db), "--leaderboard", "smoke"]
+        + ["--set", "env.group_size=2", "--set", "env.groups_per_step=2"]
+        + ["--set", "env.max_turns=3", "--set", "sampling.max_new_tokens=8"]
+        + ["--set", "train.eval_every=1", "--set", "train.eval_groups=2"]
+        + ["--set", "train.loggers=[jsonl]", "--set", "model.lora=null"]
+    )
+    assert status == 0
+    assert "lake-run@step-2 on smoke-v0" in capsys.readouterr().out
+    with ResultStore(db) as store:
+        points = store.training_runs()["lake-run"]
+        assert [p.step for p in points] == [1, 2]
+        assert {p.env_id for p in points} == {"FrozenLake-v0"}
+        assert all(0.0 <= p.metrics["success"] <= 1.0 for p in points)
+        (row,) = store.board("smoke").rows
+    assert row.evaluation.identity.model == "lake-run@step-2"
+    assert row.evaluation.provenance.model_source == str(run / "checkpoints/step-2/model")
+    assert row.evaluation.complete and sum(r.episodes for r in row.results.values()) == 12
