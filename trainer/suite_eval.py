@@ -41,6 +41,7 @@ from rollenv.wrappers import SeedAsResetOption
 
 __all__ = [
     "BASELINES",
+    "BaselinePlayer",
     "EvalOutcome",
     "ModelChoice",
     "SuiteEvalError",
@@ -195,8 +196,15 @@ def _hardware() -> str:
 
 
 # ---------------------------------------------------------------------------------- players
-class _BaselinePlayer:
-    """``random`` or ``oracle``: rollenv's reference policies, no model, no tokens."""
+class BaselinePlayer:
+    """``random`` or ``oracle``: rollenv's reference policies, no model, no tokens.
+
+    Example:
+        >>> from leaderboard.suites import SuiteEnv
+        >>> (episode,) = BaselinePlayer("oracle").play(SuiteEnv("FrozenLake-v0"), [3])
+        >>> episode.success, episode.turns[-1].reward
+        (True, 1.0)
+    """
 
     weights = "baseline"
 
@@ -292,9 +300,9 @@ def _make_player(
     max_context_tokens: int,
     tokenizer_name: str | None,
     backend: str,
-) -> _BaselinePlayer | _ModelPlayer:
+) -> BaselinePlayer | _ModelPlayer:
     if choice.kind == "baseline":
-        return _BaselinePlayer(choice.name)
+        return BaselinePlayer(choice.name)
     from trainer.generation import SamplingParams, make_generator
     from trainer.models import load_model, load_tokenizer
 

@@ -14,18 +14,17 @@ from __future__ import annotations
 import os
 import socket
 import threading
-import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-import rollenv
-from leaderboard.records import EpisodeRecord, EvalIdentity, Provenance, TrainingPoint, TurnRecord
+from leaderboard.records import EpisodeRecord, EvalIdentity, Provenance, TrainingPoint
 from leaderboard.site import export_site, make_app
 from leaderboard.store import ResultStore
-from rollenv.policies import RandomPolicy, oracle_for
+from leaderboard.suites import SuiteEnv
+from trainer.suite_eval import BaselinePlayer
 
 CHROMIUM = Path("/usr/bin/chromium")
 if not CHROMIUM.exists():
@@ -56,45 +55,16 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 # ---------------------------------------------------------------------------- the store
-def play(env_id: str, policy_for: Callable, seed: int, max_turns: int = 12) -> EpisodeRecord:
-    """One real episode, recorded with the observation after every step."""
-    env = rollenv.make(env_id)
-    policy = policy_for(env, seed)
-    started = time.perf_counter()
-    observation, info = env.reset(seed=seed)
-    first, instruction, turns = observation, info["instruction"], []
-    finish = "max_turns"
-    for _ in range(max_turns):
-        reply = policy.act(observation, info)
-        observation, reward, terminated, truncated, info = env.step(reply)
-        turns.append(TurnRecord(reply, observation, float(reward), dict(info["metrics"])))
-        if terminated or truncated:
-            finish = "terminated" if terminated else "truncated"
-            break
-    return EpisodeRecord(
-        env_id=env_id,
-        seed=seed,
-        instruction=instruction,
-        first_observation=first,
-        turns=tuple(turns),
-        success=bool(turns[-1].metrics["success"]),
-        total_reward=sum(turn.reward for turn in turns),
-        finish_reason=finish,
-        wall_s=time.perf_counter() - started,
-    )
+def play(env_id: str, policy: str, seed: int) -> EpisodeRecord:
+    """One real episode of ``random`` or ``oracle``, recorded as ``roll-agent eval`` does."""
+    return BaselinePlayer(policy).play(SuiteEnv(env_id, max_turns=12), [seed])[0]
 
 
-def oracle(env: object, seed: int) -> object:
-    return oracle_for(env)
-
-
-def random(env: object, seed: int) -> object:
-    return RandomPolicy(env, seed=seed)
-
-
-def checkpoint(env: object, seed: int) -> object:
-    """A half-trained agent: the oracle on even seeds, random on odd ones."""
-    return oracle(env, seed) if seed % 2 == 0 else random(env, seed)
+def policy_of(model: str, seed: int) -> str:
+    """The stand-in checkpoint is a half-trained agent: the oracle on even seeds, random on odd."""
+    if model == f"{RUN}@step-30":
+        return "oracle" if seed % 2 == 0 else "random"
+    return model
 
 
 @pytest.fixture(scope="module")
@@ -109,11 +79,12 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ResultStore]:
         hardware="2 CPU cores, no GPU",
         command="roll-agent eval --suite smoke",
     )
-    for model, policy in [("oracle", oracle), ("random", random), (f"{RUN}@step-30", checkpoint)]:
-        weights = "baseline" if policy is not checkpoint else "sha256:5d41402abc4b2a76"
+    for model in ("oracle", "random", f"{RUN}@step-30"):
+        weights = "baseline" if model in ("oracle", "random") else "sha256:5d41402abc4b2a76"
         identity = EvalIdentity(model, weights, "smoke", 0, {"temperature": 0.0})
         start = store.start_eval(identity, provenance, list(ENVS))
-        store.add_episodes(start.eval_id, [play(e, policy, s) for e in ENVS for s in SEEDS])
+        episodes = [play(e, policy_of(model, s), s) for e in ENVS for s in SEEDS]
+        store.add_episodes(start.eval_id, episodes)
         store.finish_eval(start.eval_id)
     for step, rate in [(0, 0.0), (10, 0.2), (20, 0.35), (30, 0.5)]:
         for env_id, bonus in zip(ENVS, (0.0, 0.15), strict=True):

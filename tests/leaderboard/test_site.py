@@ -15,10 +15,8 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -35,7 +33,9 @@ from leaderboard.site.paths import env_path, episode_path, model_path, run_path
 from leaderboard.site.transcript import reply_of
 from leaderboard.stats import wilson_interval
 from leaderboard.store import ResultStore
-from rollenv.policies import RandomPolicy, oracle_for
+from leaderboard.suites import SuiteEnv
+from rollenv.policies import RandomPolicy
+from trainer.suite_eval import BaselinePlayer
 
 SOKOBAN, LAKE, CODE, SHOP = "SimpleSokoban-v0", "FrozenLake-v0", "CodeSandbox-v0", "WebShop-v0"
 HOSTILE = '<script>alert("pwned")</script><img src=x onerror=alert(1)>'
@@ -119,32 +119,9 @@ def test_code_reply_is_picked_out() -> None:
 
 
 # ---------------------------------------------------------------------------- the store
-def play(env_id: str, policy_for: Callable, seed: int, max_turns: int = 12) -> EpisodeRecord:
-    """One real episode, recorded as ``roll-agent eval`` records it."""
-    env = rollenv.make(env_id)
-    policy = policy_for(env)
-    started = time.perf_counter()
-    observation, info = env.reset(seed=seed)
-    first, instruction, turns = observation, info["instruction"], []
-    finish = "max_turns"
-    for _ in range(max_turns):
-        reply = policy.act(observation, info)
-        observation, reward, terminated, truncated, info = env.step(reply)
-        turns.append(TurnRecord(reply, observation, float(reward), dict(info["metrics"])))
-        if terminated or truncated:
-            finish = "terminated" if terminated else "truncated"
-            break
-    return EpisodeRecord(
-        env_id=env_id,
-        seed=seed,
-        instruction=instruction,
-        first_observation=first,
-        turns=tuple(turns),
-        success=bool(turns[-1].metrics["success"]),
-        total_reward=sum(turn.reward for turn in turns),
-        finish_reason=finish,
-        wall_s=time.perf_counter() - started,
-    )
+def play(env_id: str, policy: str, seed: int) -> EpisodeRecord:
+    """One real episode of ``random`` or ``oracle``, recorded as ``roll-agent eval`` does."""
+    return BaselinePlayer(policy).play(SuiteEnv(env_id, max_turns=12), [seed])[0]
 
 
 def provenance(env_ids: list[str]) -> Provenance:
@@ -192,10 +169,8 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> ResultStore:
     def smoke(model: str, version: int = 0, sampling: dict | None = None) -> EvalIdentity:
         return EvalIdentity(model, "baseline", "smoke", version, sampling or greedy)
 
-    oracle = [play(env_id, oracle_for, seed) for env_id in envs for seed in (0, 1)]
-    random = [
-        play(env_id, lambda env: RandomPolicy(env, seed=1), s) for env_id in envs for s in (0, 1)
-    ]
+    oracle = [play(env_id, "oracle", seed) for env_id in envs for seed in (0, 1)]
+    random = [play(env_id, "random", seed) for env_id in envs for seed in (0, 1)]
     add_eval(store, smoke("oracle"), oracle)
     add_eval(store, smoke("random"), random)
     add_eval(store, smoke("random", sampling={"temperature": 0.7, "seed": 3}), random[:2])
@@ -370,7 +345,7 @@ def test_served_pages_show_fresh_data(tmp_path: Path) -> None:
         client = TestClient(make_app(store))
         assert "No results yet" in client.get("/").text
         add_eval(
-            store, EvalIdentity("latecomer", "baseline", "smoke", 0), [play(LAKE, oracle_for, 0)]
+            store, EvalIdentity("latecomer", "baseline", "smoke", 0), [play(LAKE, "oracle", 0)]
         )
         assert 'data-model="latecomer"' in client.get("/index.html").text
 
