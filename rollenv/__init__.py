@@ -16,10 +16,12 @@ from rollenv.actions import AnswerFormat
 from rollenv.mixture import MixtureEnv, make_mixture
 from rollenv.registration import (
     EnvSpec,
+    EnvUnavailableError,
     UnknownEnvError,
     make,
     pprint_registry,
     register,
+    register_unavailable,
     registry,
     spec,
 )
@@ -36,6 +38,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AnswerFormat",
     "EnvSpec",
+    "EnvUnavailableError",
     "GameableRewardError",
     "MixtureEnv",
     "TextEnv",
@@ -47,6 +50,7 @@ __all__ = [
     "RewardTolerance",
     "check_reward",
     "register",
+    "register_unavailable",
     "registry",
     "spec",
     "text_space",

@@ -40,6 +40,37 @@ class UnknownEnvError(gym.error.UnregisteredEnv):
     """``make`` or ``spec`` was given an id that no registered env has."""
 
 
+class EnvUnavailableError(gym.error.Error):
+    """``make`` was given the id of an env that cannot run here (a missing extra or data).
+
+    Attributes:
+        env_id: the id asked for.
+        reason: why it cannot run and, where there is one, the command that fixes it.
+    """
+
+    def __init__(self, env_id: str, reason: str) -> None:
+        super().__init__(f"rollenv environment {env_id!r} is not available here: {reason}")
+        self.env_id = env_id
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class UnavailableEnv:
+    """An id a family knows but cannot offer here, and why (``roll-agent envs --unavailable``).
+
+    Attributes:
+        id: the env id it would have.
+        reason: why it cannot run (e.g. ``"needs the nltk corpus 'words' (a download)"``).
+        family: the plugin that declared it.
+        description: one line for listings.
+    """
+
+    id: str
+    reason: str
+    family: str | None = None
+    description: str = ""
+
+
 @dataclass(frozen=True)
 class EnvSpec:
     """Everything needed to build one registered env.
@@ -80,6 +111,7 @@ class EnvRegistry(Mapping[str, EnvSpec]):
 
     def __init__(self) -> None:
         self._specs: dict[str, EnvSpec] = {}
+        self._unavailable: dict[str, UnavailableEnv] = {}
         self._plugins_loaded = False
         self._plugins_loading = False
         self._builtin_loaded = False
@@ -150,6 +182,8 @@ class EnvRegistry(Mapping[str, EnvSpec]):
             # a plugin that fails half-way leaves none of its ids behind
             for env_id in set(self._specs) - before:
                 self._remove(env_id)
+            for env_id in [k for k, v in self._unavailable.items() if v.family == name]:
+                del self._unavailable[env_id]
             raise
         finally:
             self._loading_plugin = None
@@ -170,6 +204,21 @@ class EnvRegistry(Mapping[str, EnvSpec]):
             kwargs=dict(spec.kwargs),
         )
 
+    def add_unavailable(self, entry: UnavailableEnv) -> None:
+        if self._loading_plugin is None:
+            self.load_plugins()
+        if self._loading_plugin is not None and entry.family is None:
+            entry = UnavailableEnv(**{**entry.__dict__, "family": self._loading_plugin})
+        if entry.id in self._specs:
+            raise ValueError(f"{entry.id!r} is registered; it cannot also be unavailable")
+        self._unavailable[entry.id] = entry
+
+    @property
+    def unavailable(self) -> Mapping[str, UnavailableEnv]:
+        """Ids that families know but cannot run here, with the reason (never made)."""
+        self.load_plugins()
+        return dict(self._unavailable)
+
     def _remove(self, env_id: str) -> None:
         spec = self._specs.pop(env_id)
         gym.registry.pop(spec.gymnasium_id, None)
@@ -180,6 +229,7 @@ class EnvRegistry(Mapping[str, EnvSpec]):
         ``"sokoban"`` resolves to the latest version of the env named ``Sokoban``.
 
         Raises:
+            EnvUnavailableError: the id is known but cannot run here; the message says why.
             UnknownEnvError: nothing matches; the message lists the closest registered ids.
         """
         if not isinstance(env_id, str):
@@ -196,6 +246,10 @@ class EnvRegistry(Mapping[str, EnvSpec]):
         same_name = [s for s in self._specs.values() if s.name.lower() == wanted]
         if same_name:
             return max(same_name, key=lambda s: s.version or 0)
+        unavailable = {key.lower(): entry for key, entry in self._unavailable.items()}
+        if wanted in unavailable:
+            entry = unavailable[wanted]
+            raise EnvUnavailableError(entry.id, entry.reason)
         raise UnknownEnvError(self._unknown_message(env_id))
 
     def _unknown_message(self, env_id: str) -> str:
@@ -259,6 +313,40 @@ def register(
             family=family,
             description=description,
         )
+    )
+
+
+def register_unavailable(
+    id: str,  # noqa: A002 - as register's
+    reason: str,
+    *,
+    description: str = "",
+    family: str | None = None,
+) -> None:
+    """Declares an id that its family cannot run here, so it is listed with the reason, never
+    registered broken (``roll-agent envs --unavailable``; ``make`` raises
+    ``EnvUnavailableError`` with the reason).
+
+    Args:
+        id: the id the env would have (Gymnasium's grammar).
+        reason: why it cannot run, with the command that fixes it where there is one.
+        description: one line for listings.
+        family: the family name; defaults to the name of the plugin being loaded.
+
+    Example:
+        >>> import rollenv
+        >>> rollenv.register_unavailable("NeedsCorpus-v0", "needs the nltk corpus 'words'")
+        >>> rollenv.make("NeedsCorpus-v0")
+        Traceback (most recent call last):
+        ...
+        rollenv.registration.EnvUnavailableError: rollenv environment 'NeedsCorpus-v0' is not \
+available here: needs the nltk corpus 'words'
+    """
+    parse_env_id(id)
+    if not reason.strip():
+        raise ValueError("an unavailable env needs a reason")
+    registry.add_unavailable(
+        UnavailableEnv(id=id, reason=reason, family=family, description=description)
     )
 
 

@@ -65,6 +65,9 @@ class TextEnv(gym.Env[str, str]):
     #: False where the same actions from the same start can end differently (slippery ice):
     #: an oracle then maximises the chance of success instead of guaranteeing it.
     deterministic: bool = True
+    #: True where any non-empty answer text is an action (a math answer, a program, a move in a
+    #: game adapted from another hub): ``action_words`` are then sample replies, not every action.
+    free_form: ClassVar[bool] = False
     #: ``"module:Class"`` of the family's oracle policy (see ``rollenv.policies.oracle_for``).
     oracle: ClassVar[str | None] = None
     #: how much a task-ignoring reply may earn (``rollenv.check_reward``); ``None``: the default,

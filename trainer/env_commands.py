@@ -12,9 +12,11 @@ Example:
 from __future__ import annotations
 
 import argparse
+import difflib
 import random
 import statistics
 import sys
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -50,6 +52,12 @@ def _add_envs_command(commands: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--family", metavar="NAME", help="only the environments of this family (e.g. sokoban)"
+    )
+    parser.add_argument(
+        "--unavailable",
+        action="store_true",
+        help="list the ids that families know but cannot run here, and why (a missing extra, "
+        "data that needs a download)",
     )
     parser.set_defaults(handler=run_envs)
 
@@ -129,18 +137,33 @@ def _env_spec(env_id: str) -> EnvSpec:
 
     try:
         return rollenv.spec(env_id)
-    except rollenv.UnknownEnvError as error:
+    except (rollenv.UnknownEnvError, rollenv.EnvUnavailableError) as error:
         raise UsageError(str(error)) from None
 
 
 # ---------------------------------------------------------------------------------- envs
 def run_envs(args: argparse.Namespace) -> int:
-    """``roll-agent envs``: prints the registry as a table."""
+    """``roll-agent envs``: prints the registry grouped by family, then a count per family.
+
+    With ``--unavailable``, the ids families know but cannot run here, each with its reason.
+    """
     import rollenv
 
-    specs = list(rollenv.registry.values())
+    specs = sorted(rollenv.registry.values(), key=lambda spec: (spec.family or "", spec.id))
+    unavailable = sorted(
+        rollenv.registry.unavailable.values(), key=lambda entry: (entry.family or "", entry.id)
+    )
     if args.family is not None:
-        specs = _specs_of_family(specs, args.family)
+        specs = _of_family(specs, args.family, [*specs, *unavailable])
+        unavailable = [e for e in unavailable if (e.family or "").lower() == args.family.lower()]
+    if args.unavailable:
+        print_table(
+            ["id", "family", "why it cannot run here"],
+            [[entry.id, entry.family or "-", entry.reason] for entry in unavailable],
+            title=f"rollenv environments unavailable here: {len(unavailable)}",
+            no_wrap_columns=1,
+        )
+        return 0
     rows = [
         [
             spec.id,
@@ -150,21 +173,34 @@ def run_envs(args: argparse.Namespace) -> int:
         ]
         for spec in specs
     ]
+    families = Counter(spec.family or "-" for spec in specs)
     print_table(
         ["id", "family", "max turns", "description"],
         rows,
-        title="rollenv environments",
+        title=f"rollenv environments: {len(specs)} ids in {len(families)} families",
+        no_wrap_columns=1,
+    )
+    missing = Counter(entry.family or "-" for entry in unavailable)
+    print_table(
+        ["family", "ids", "unavailable here"],
+        [
+            [family, str(families[family]), str(missing.get(family, 0))]
+            for family in sorted(families | missing)
+        ],
+        title="families (roll-agent envs --family NAME; --unavailable: what cannot run and why)",
         no_wrap_columns=1,
     )
     return 0
 
 
-def _specs_of_family(specs: list[EnvSpec], family: str) -> list[EnvSpec]:
+def _of_family(specs: list[EnvSpec], family: str, known: list[Any]) -> list[EnvSpec]:
     chosen = [spec for spec in specs if (spec.family or "").lower() == family.lower()]
-    if not chosen:
-        families = sorted({spec.family for spec in specs if spec.family})
+    if not chosen and not any((entry.family or "").lower() == family.lower() for entry in known):
+        families = sorted({entry.family for entry in known if entry.family})
+        close = difflib.get_close_matches(family.lower(), families, n=3, cutoff=0.5)
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
         raise UsageError(
-            f"no environment family {family!r}; families: {', '.join(families) or '(none)'}"
+            f"no environment family {family!r}.{hint} Families: {', '.join(families) or '(none)'}"
         )
     return chosen
 

@@ -78,6 +78,7 @@ class CodeSandboxEnv(TextEnv):
     ``reset(options={"index": i})`` plays problem ``i``; otherwise the seed picks one.
     """
 
+    free_form = True
     oracle = "environments.code.oracle:CodeOracle"
 
     def __init__(

@@ -65,6 +65,7 @@ class MathEnv(TextEnv):
     ``reset(options={"problem": MathProblem(...)})`` plays a given problem.
     """
 
+    free_form = True
     oracle = "environments.math.oracle:MathOracle"
 
     def __init__(

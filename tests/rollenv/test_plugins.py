@@ -85,3 +85,58 @@ def test_plugin_registers_an_env_and_a_broken_plugin_only_warns(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "OK"
+
+
+def test_a_plugin_lists_an_env_it_cannot_run_with_the_reason(tmp_path):
+    _write_distribution(
+        tmp_path,
+        "corpusgame",
+        "corpusgame_envs",
+        """
+        [rollenv.envs]
+        corpusgame = corpusgame_envs:register
+        """,
+        """
+        import rollenv
+
+        def register():
+            rollenv.register("Runs-v0", "environments.sokoban.env:SokobanEnv")
+            rollenv.register_unavailable(
+                "NeedsCorpus-v0", "needs the nltk corpus 'words' (a download)"
+            )
+        """,
+    )
+    script = textwrap.dedent(
+        """
+        import rollenv
+        from trainer.cli import main
+
+        assert "NeedsCorpus-v0" not in rollenv.registry
+        assert rollenv.registry.unavailable["NeedsCorpus-v0"].family == "corpusgame"
+        try:
+            rollenv.make("needscorpus-v0")
+        except rollenv.EnvUnavailableError as error:
+            assert "nltk corpus 'words'" in str(error), error
+        else:
+            raise AssertionError("an unavailable env was made")
+        main(["envs", "--unavailable"])
+        print("#####")
+        main(["envs", "--family", "corpusgame"])
+        print("#####")
+        raise SystemExit(main(["play", "NeedsCorpus-v0"]))
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    unavailable, family, _ = result.stdout.split("#####\n")
+    assert "NeedsCorpus-v0" in unavailable and "a download" in unavailable
+    assert "Runs-v0" not in unavailable
+    assert "Runs-v0" in family and "NeedsCorpus-v0" not in family.split("families")[0]
+    assert any(line.split() == ["corpusgame", "1", "1"] for line in family.splitlines())
+    assert result.returncode == 2
+    assert "'NeedsCorpus-v0' is not available here: needs the nltk corpus" in result.stderr
