@@ -37,9 +37,9 @@ from environments.webshop.browser import (
     forget_context,
     release_browser,
 )
-from environments.webshop.catalog import DEFAULT_NUM_PRODUCTS
 from environments.webshop.data import ShopData, shop_data
 from environments.webshop.deps import require
+from environments.webshop.difficulty import DEFAULT_DIFFICULTY
 from environments.webshop.env import SUCCESS_REWARD, describe_rules, parse_action
 from environments.webshop.instructions import Goal
 from environments.webshop.pages import MAX_QUERY_LENGTH, normalize_label
@@ -110,10 +110,11 @@ class WebShopHTMLEnv(TextEnv):
     """WebShop served over HTTP and read by headless Chromium.
 
     Args:
-        num_products: size of the generated catalog.
+        num_products: size of the generated catalog (``None``: the difficulty's default).
         catalog_seed: seed of the generated catalog.
         data_path: a folder with WebShop's own files instead of a generated catalog.
         goal_source: ``"human"`` or ``"synthetic"`` instructions with ``data_path``.
+        difficulty: ``"paper"`` or ``"easy"``, as in ``WebShopEnv``.
         max_actions: actions per episode before truncation.
         format_penalty: reward of a reply with no available action.
         answer_format: how actions are read from a reply.
@@ -130,11 +131,12 @@ class WebShopHTMLEnv(TextEnv):
 
     def __init__(
         self,
-        num_products: int = DEFAULT_NUM_PRODUCTS,
+        num_products: int | None = None,
         catalog_seed: int = 0,
         data_path: str | Path | None = None,
         goal_source: str = "human",
         *,
+        difficulty: str = DEFAULT_DIFFICULTY,
         max_actions: int = 15,
         format_penalty: float = -0.1,
         answer_format: AnswerFormat | dict[str, Any] | None = None,
@@ -151,7 +153,9 @@ class WebShopHTMLEnv(TextEnv):
         for module in ("fastapi", "uvicorn", "jinja2", "playwright.sync_api"):
             require(module)
         check_chromium(chromium_path)
-        self.data: ShopData = shop_data(num_products, catalog_seed, data_path, goal_source)
+        self.data: ShopData = shop_data(
+            num_products, catalog_seed, data_path, goal_source, difficulty
+        )
         self.chromium_path = chromium_path
         self.timeout_ms = timeout_ms
         self.session = secrets.token_hex(8)

@@ -103,7 +103,8 @@ class Catalog(Sequence[Product]):
         return f"Catalog({self.key!r}, {len(self)} products)"
 
 
-def _asin(rng: random.Random, taken: set[str]) -> str:
+def new_asin(rng: random.Random, taken: set[str]) -> str:
+    """A fresh asin ("B0" and 8 characters) not in ``taken``, which it joins."""
     while True:
         asin = "B0" + "".join(rng.choice(_ASIN_ALPHABET) for _ in range(8))
         if asin not in taken:
@@ -111,7 +112,8 @@ def _asin(rng: random.Random, taken: set[str]) -> str:
             return asin
 
 
-def _price(rng: random.Random, low: float, high: float) -> float:
+def draw_price(rng: random.Random, low: float, high: float) -> float:
+    """A price from ``low`` up to ``high`` dollars with a shop's usual cents."""
     dollars = rng.randint(int(low), int(high) - 1)
     return round(dollars + rng.choice((0.49, 0.95, 0.99, 0.0, 0.5)), 2)
 
@@ -155,11 +157,11 @@ def _product(rng: random.Random, taken: set[str]) -> Product:
         for _ in range(rng.randint(1, 3))
     )
     return Product(
-        asin=_asin(rng, taken),
+        asin=new_asin(rng, taken),
         title=title,
         product_type=kind.name,
         category=kind.category,
-        price=_price(rng, *kind.price),
+        price=draw_price(rng, *kind.price),
         attributes=attributes,
         options=tuple(options),
         description=description,

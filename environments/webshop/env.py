@@ -27,8 +27,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from environments.webshop.catalog import DEFAULT_NUM_PRODUCTS
 from environments.webshop.data import ShopData, shop_data
+from environments.webshop.difficulty import DEFAULT_DIFFICULTY
 from environments.webshop.instructions import Goal
 from environments.webshop.pages import DONE, Shop
 from rollenv.actions import AnswerFormat
@@ -69,11 +69,15 @@ class WebShopEnv(TextEnv):
     """WebShop in text, with no server.
 
     Args:
-        num_products: size of the generated catalog (1,000 by default; 100,000 works).
+        num_products: size of the generated catalog (by default 5,000 at the paper difficulty,
+            1,000 at the easy one; 100,000 works).
         catalog_seed: seed of the generated catalog (the same for every episode).
         data_path: a folder with WebShop's own files (``items_shuffle*.json``, ...) to use
             instead of a generated catalog.
         goal_source: ``"human"`` or ``"synthetic"`` instructions when reading WebShop's files.
+        difficulty: ``"paper"`` (look-alike products, noisy titles, paraphrased instructions:
+            as hard as WebShop) or ``"easy"`` (clean titles, instructions in the catalog's own
+            words); see ``environments.webshop.difficulty``.
         results_per_page: results on one page.
         max_actions: actions per episode before truncation (WebShop uses 15).
         format_penalty: reward of a reply with no available action.
@@ -88,11 +92,12 @@ class WebShopEnv(TextEnv):
 
     def __init__(
         self,
-        num_products: int = DEFAULT_NUM_PRODUCTS,
+        num_products: int | None = None,
         catalog_seed: int = 0,
         data_path: str | Path | None = None,
         goal_source: str = "human",
         *,
+        difficulty: str = DEFAULT_DIFFICULTY,
         results_per_page: int = 10,
         max_actions: int = 15,
         format_penalty: float = -0.1,
@@ -107,7 +112,9 @@ class WebShopEnv(TextEnv):
         )
         if results_per_page < 1:
             raise ValueError(f"results_per_page must be >= 1, got {results_per_page}")
-        self.data: ShopData = shop_data(num_products, catalog_seed, data_path, goal_source)
+        self.data: ShopData = shop_data(
+            num_products, catalog_seed, data_path, goal_source, difficulty
+        )
         self.results_per_page = results_per_page
         self.goal_number = 0
         self.shop: Shop | None = None
