@@ -1,5 +1,34 @@
-"""Placeholder: the wordle family is being written this session (issue 21)."""
+"""Wordle: guess a secret English word from green/yellow/grey feedback, words from english-words.
+
+Ids:
+    ``Wordle-v0``: 5 letters, secrets from the common pool (words both dictionaries list).
+    ``WordleHard-v0``: 5 letters, secrets from the whole dictionary (rare words too).
+    ``Wordle4-v0``: 4 letters, common pool (shorter words have more look-alikes: harder).
+"""
+
+from __future__ import annotations
+
+ENTRY_POINT = "environments.wordle.env:WordleEnv"
+#: six guesses; invalid replies cost a turn of the time limit but no guess
+MAX_TURNS = 12
+
+VARIANTS: dict[str, tuple[str, dict]] = {
+    "Wordle-v0": ("5-letter words, common secrets, 6 guesses", {"word_length": 5}),
+    "WordleHard-v0": (
+        "5-letter words, secrets from the whole dictionary, 6 guesses",
+        {"word_length": 5, "secret_pool": "all"},
+    ),
+    "Wordle4-v0": ("4-letter words, common secrets, 6 guesses", {"word_length": 4}),
+}
 
 
 def register() -> None:
-    """Registers nothing yet."""
+    """Registers every Wordle id with rollenv (the ``rollenv.envs`` entry point)."""
+    # imported here: a submodule imported before rollenv (environments.code.data) imports
+    # rollenv, which calls this while the package is still being imported
+    import rollenv
+
+    for env_id, (description, kwargs) in VARIANTS.items():
+        rollenv.register(
+            env_id, ENTRY_POINT, max_episode_steps=MAX_TURNS, kwargs=kwargs, description=description
+        )
