@@ -1,0 +1,301 @@
+"""The env server's HTTP and WebSocket app (FastAPI), speaking OpenEnv's protocol with sessions.
+
+Endpoints (the wire format is in :mod:`rollenv.server.protocol`):
+
+* ``POST /reset``: ``{"env_id", "kwargs", "seed", "options", "episode_id"}`` opens a session
+  and starts its first episode; with ``"session_id"`` it starts a new episode in that session.
+* ``POST /step``: ``{"session_id", "action": {"message": reply}}`` (or ``"action": reply``).
+* ``GET /state?session_id=ID``: OpenEnv's state (``episode_id``, ``step_count``) and more.
+* ``POST /sessions`` (``{"env_id", "kwargs"}``: a session whose env is made, not reset) and
+  ``DELETE /sessions/{id}`` (close it).
+* ``GET /health``, ``GET /schema``, ``GET /metadata``, ``GET /envs`` (every registered id).
+* ``WebSocket /ws``: OpenEnv's session form; the connection is the session. Its messages are
+  ``{"type": "reset", "data": {"env_id": ..., "seed": ...}}``, ``{"type": "step", "data":
+  {"message": reply}}``, ``{"type": "state"}`` and ``{"type": "close"}``; a reset naming
+  another env replaces the connection's env. This is what ``openenv-core``'s own client
+  (``GenericEnvClient``) speaks.
+
+Every error is JSON, ``{"error": {"code", "message", ...}}`` with a 4xx status for the client's
+mistakes and 5xx for the server's (over the WebSocket: ``{"type": "error", "data": {...}}``);
+the server keeps serving after any of them. Env calls run in a thread pool, never on the event
+loop; idle sessions are closed by a background task.
+
+Example:
+    >>> from rollenv.server import SessionStore
+    >>> app = build_app(SessionStore(max_sessions=4))
+    >>> sorted(route.path for route in app.routes if "reset" in route.path or "ws" in route.path)
+    ['/reset', '/ws']
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import json
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
+from fastapi.responses import JSONResponse
+
+import rollenv
+from rollenv.server.errors import ErrorCode, ServerError
+from rollenv.server.protocol import (
+    EpisodeRequest,
+    OpenRequest,
+    ResetRequest,
+    SessionState,
+    StepRequest,
+    TextAction,
+    TextObservation,
+    decode_json,
+    parse_request,
+    transition_reply,
+)
+from rollenv.server.sessions import SessionStore
+
+__all__ = ["build_app"]
+
+Result = TypeVar("Result")
+
+
+class _JSONResponse(JSONResponse):
+    """JSON as Python writes it: a NaN reward stays a NaN instead of failing the reply."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def build_app(
+    store: SessionStore,
+    *,
+    default_env_id: str | None = None,
+    workers: int = 8,
+    reap_interval: float | None = None,
+) -> FastAPI:
+    """The FastAPI app serving ``store``'s sessions.
+
+    Args:
+        store: the sessions (its ``max_sessions`` and ``idle_timeout`` apply).
+        default_env_id: the env of a reset that names none (OpenEnv clients often reset with no
+            arguments); ``None``: such a reset is an error.
+        workers: threads that run env calls.
+        reap_interval: seconds between sweeps for idle sessions (default: a quarter of the
+            store's idle timeout, at most 30 s).
+    """
+    interval = reap_interval or min(store.idle_timeout / 4, 30.0)
+    executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rollenv-env")
+
+    async def run(function: Callable[..., Result], *args: Any) -> Result:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(executor, functools.partial(function, *args))
+
+    async def reap_forever() -> None:
+        while True:
+            await asyncio.sleep(interval)
+            await run(store.reap_idle)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        reaper = asyncio.create_task(reap_forever())
+        try:
+            yield
+        finally:
+            reaper.cancel()
+            await run(store.close_all)
+            executor.shutdown(wait=False, cancel_futures=True)
+
+    app = FastAPI(
+        title="rollenv env server",
+        description="Every registered rollenv environment, in sessions, over OpenEnv's protocol.",
+        version=rollenv.__version__,
+        lifespan=lifespan,
+        default_response_class=_JSONResponse,
+    )
+
+    @app.exception_handler(ServerError)
+    async def server_error(_: Request, error: ServerError) -> _JSONResponse:
+        return _JSONResponse(error.body(), status_code=error.status)
+
+    @app.exception_handler(Exception)
+    async def unexpected_error(_: Request, error: Exception) -> _JSONResponse:
+        problem = ServerError(500, ErrorCode.INTERNAL_ERROR, f"{type(error).__name__}: {error}")
+        return _JSONResponse(problem.body(), status_code=500)
+
+    async def start_episode(
+        session_id: str | None, request: EpisodeRequest, *, replace: bool
+    ) -> dict[str, Any]:
+        """Resets ``session_id`` (opening a session first where there is none, or where
+        ``replace`` and the request names another env) and returns the reply."""
+        if session_id is not None and (request.env_id is not None or request.kwargs):
+            session = store.get(session_id)
+            same_env = _canonical_id(request.env_id or session.env_id) == session.env_id
+            if not (same_env and (not request.kwargs or request.kwargs == session.kwargs)):
+                if not replace:
+                    raise ServerError(
+                        409,
+                        ErrorCode.BAD_REQUEST,
+                        f"session {session_id!r} plays {session.env_id} with kwargs "
+                        f"{session.kwargs}; reset without a session_id to play another env",
+                        session_id=session_id,
+                    )
+                await run(store.close, session_id)
+                session_id = None
+        if session_id is None:
+            env_id = request.env_id or default_env_id
+            if env_id is None:
+                raise ServerError(
+                    422,
+                    ErrorCode.BAD_REQUEST,
+                    "bad request: env_id: required to open a session (GET /envs lists the ids; "
+                    "or start the server with a default env: roll-agent serve-env --env ID)",
+                    problems=["env_id"],
+                )
+            session_id = (await run(store.open, env_id, request.kwargs)).id
+        transition = await run(
+            store.reset, session_id, request.seed, request.options, request.episode_id
+        )
+        return transition_reply(transition)
+
+    # ------------------------------------------------------------------ OpenEnv's HTTP form
+    @app.post("/reset", summary="Open a session and start an episode (or a new one in a session)")
+    async def reset(http_request: Request) -> dict[str, Any]:
+        request = parse_request(ResetRequest, await http_request.body())
+        return await start_episode(request.session_id, request, replace=False)
+
+    @app.post("/step", summary="Play one reply in a session's episode")
+    async def step(http_request: Request) -> dict[str, Any]:
+        request = parse_request(StepRequest, await http_request.body())
+        return transition_reply(await run(store.step, request.session_id, request.reply))
+
+    @app.get("/state", summary="A session's state (OpenEnv's episode_id and step_count)")
+    async def state(session_id: str | None = None) -> dict[str, Any]:
+        if session_id is None:
+            raise ServerError(
+                422,
+                ErrorCode.BAD_REQUEST,
+                "bad request: session_id: required (GET /state?session_id=ID)",
+                problems=["session_id"],
+            )
+        return await run(store.state, session_id)
+
+    @app.post("/sessions", summary="Open a session: make its env, without a reset")
+    async def open_session(http_request: Request) -> dict[str, Any]:
+        request = parse_request(OpenRequest, await http_request.body())
+        session = await run(store.open, request.env_id, request.kwargs)
+        return {"session_id": session.id, "env_id": session.env_id, "kwargs": session.kwargs}
+
+    @app.delete("/sessions/{session_id}", summary="Close a session and its env")
+    async def close_session(session_id: str) -> dict[str, Any]:
+        await run(store.close, session_id)
+        return {"closed": session_id}
+
+    @app.get("/health", summary="Whether the server is up, and its sessions")
+    async def health() -> dict[str, Any]:
+        return {"status": "healthy", "sessions": len(store), "max_sessions": store.max_sessions}
+
+    @app.get("/schema", summary="JSON schemas of the action, the observation and the state")
+    async def schema() -> dict[str, Any]:
+        return {
+            "action": TextAction.model_json_schema(),
+            "observation": TextObservation.model_json_schema(),
+            "state": SessionState.model_json_schema(),
+        }
+
+    @app.get("/metadata", summary="What this server is")
+    async def metadata() -> dict[str, Any]:
+        return {
+            "name": "rollenv",
+            "description": "Every registered rollenv environment, in sessions: reset with an "
+            "env_id (GET /envs lists them), step with {'message': reply}.",
+            "version": rollenv.__version__,
+            "default_env_id": default_env_id,
+        }
+
+    @app.get("/envs", summary="Every env id a reset may name")
+    async def envs() -> dict[str, Any]:
+        return {
+            "envs": [
+                {
+                    "id": spec.id,
+                    "family": spec.family,
+                    "description": spec.description,
+                    "max_episode_steps": spec.max_episode_steps,
+                }
+                for spec in sorted(rollenv.registry.values(), key=lambda s: s.id)
+            ]
+        }
+
+    # ------------------------------------------------------------------ OpenEnv's WebSocket form
+    @app.websocket("/ws")
+    async def play(websocket: WebSocket) -> None:
+        await websocket.accept()
+        session_id: str | None = None
+        try:
+            while True:
+                message = await websocket.receive()
+                if message["type"] == "websocket.disconnect":
+                    break
+                try:
+                    kind, data = _read_ws_message(message.get("text") or message.get("bytes"))
+                    if kind == "close":
+                        break
+                    if kind == "reset":
+                        request = parse_request(EpisodeRequest, data)
+                        reply = await start_episode(session_id, request, replace=True)
+                        session_id = reply["session_id"]
+                        answer = {"type": "observation", "data": reply}
+                    elif session_id is None:
+                        raise ServerError(
+                            409,
+                            ErrorCode.NOT_RESET,
+                            f"no episode on this connection yet: send a reset (with an env_id) "
+                            f"before a {kind}",
+                        )
+                    elif kind == "step":
+                        action = parse_request(TextAction, data)
+                        transition = await run(store.step, session_id, action.message)
+                        answer = {"type": "observation", "data": transition_reply(transition)}
+                    else:
+                        answer = {"type": "state", "data": await run(store.state, session_id)}
+                except ServerError as error:
+                    if session_id is not None and session_id not in store:
+                        session_id = None  # dropped (its env failed), expired, or replaced
+                    answer = {"type": "error", "data": error.body()["error"]}
+                await websocket.send_text(json.dumps(answer, ensure_ascii=False))
+        except WebSocketDisconnect:
+            pass
+        finally:
+            if session_id is not None:
+                with contextlib.suppress(ServerError):
+                    await run(store.close, session_id)
+
+    return app
+
+
+def _read_ws_message(raw: str | bytes | None) -> tuple[str, dict[str, Any]]:
+    """A WebSocket message's type and data, or the ``ServerError`` saying what is wrong."""
+    message = decode_json(raw or "")
+    if not isinstance(message, dict):
+        raise ServerError(
+            422, ErrorCode.BAD_REQUEST, 'a message must be an object {"type": ..., "data": ...}'
+        )
+    kind, data = message.get("type"), message.get("data", {})
+    if kind not in ("reset", "step", "state", "close"):
+        raise ServerError(
+            422,
+            ErrorCode.BAD_REQUEST,
+            f"unknown message type {kind!r} (allowed: reset, step, state, close)",
+        )
+    if not isinstance(data, dict):
+        raise ServerError(422, ErrorCode.BAD_REQUEST, f"a {kind} message's data must be an object")
+    return kind, data
+
+
+def _canonical_id(env_id: str) -> str:
+    try:
+        return rollenv.spec(env_id).id
+    except Exception:  # an unknown id: opening it will say so
+        return env_id
