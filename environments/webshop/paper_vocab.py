@@ -9,7 +9,7 @@ other's words.
 
 Example:
     >>> len(PAPER_TYPES), len({t.name for t in PAPER_TYPES})
-    (45, 45)
+    (48, 48)
     >>> [t.name for t in PAPER_TYPES if t.category[-1] == "Blankets & Throws"]
     ['throw blanket', 'weighted blanket', 'electric blanket']
 """

@@ -9,8 +9,19 @@
 * An attribute asked for matches when one of the product's attributes matches it fuzzily
   (``token_sort_ratio >= 85`` after lower-casing and dropping punctuation) or the phrase occurs
   in its title, bullet points or description.
-* An option asked for matches when one of the chosen option values matches it fuzzily.
+* A chosen option value counts when it is one of the values asked for: exactly (ignoring case
+  and punctuation) for a ``size``, as WebShop matches sizes, so "x-large" is not "xx-large";
+  fuzzily for any other dimension. At most one count per value asked for.
 * ``price ok`` is 1 when the price is at most the goal's ceiling.
+
+Next to WebShop's own code (``web_agent_site/engine/goal.py``) the formula is the same and three
+rules are stricter: phrases are compared with ``token_sort_ratio`` rather than
+``token_set_ratio`` (which scores "blue" against "navy blue" 100, as one's words are a subset of
+the other's); a chosen option whose value merely appears in the product's title or text does not
+count (WebShop counts it even when it is not the option asked for); and the type reward is
+computed from the product types and category paths above, not from spaCy noun overlap of the
+titles (where WebShop gives another kind of the same department the full 1.0 when the names
+share a noun).
 
 Example:
     >>> from environments.webshop.catalog import generate_catalog
@@ -35,6 +46,8 @@ from environments.webshop.instructions import Goal
 
 #: Fuzzy scores (0-100) at or above which two phrases count as the same.
 MATCH_THRESHOLD = 85.0
+#: Option dimensions whose values must match exactly (WebShop's ``EXACT_MATCH_OPTS``).
+EXACT_MATCH_DIMENSIONS = frozenset({"size"})
 
 
 @dataclass(frozen=True)
@@ -54,6 +67,28 @@ def _similar(a: str, b: str) -> bool:
     rapidfuzz = require("rapidfuzz")
     ratio = rapidfuzz.fuzz.token_sort_ratio(a, b, processor=rapidfuzz.utils.default_process)
     return ratio >= MATCH_THRESHOLD
+
+
+def _same(a: str, b: str) -> bool:
+    process = require("rapidfuzz").utils.default_process
+    return process(a) == process(b)
+
+
+def option_matches(goal: Goal, chosen: Mapping[str, str]) -> int:
+    """How many of the goal's options the chosen values meet (sizes exactly, others fuzzily).
+
+    Example:
+        >>> from environments.webshop.instructions import Goal
+        >>> goal = Goal("B0", "", "t-shirt", (), (), (("size", "xx-large"), ("color", "Red")), 9.0)
+        >>> option_matches(goal, {"size": "x-large", "color": "red"})
+        1
+    """
+    wanted = goal.option_values
+    hits = 0
+    for dimension, value in chosen.items():
+        match = _same if dimension.lower() in EXACT_MATCH_DIMENSIONS else _similar
+        hits += any(match(value, w) for w in wanted)
+    return min(hits, len(wanted))
 
 
 def type_match(goal: Goal, product: Product) -> float:
@@ -89,8 +124,7 @@ def score(goal: Goal, product: Product, chosen: Mapping[str, str]) -> Score:
     """
     kind = type_match(goal, product)
     attribute_hits = sum(attribute_matched(a, product) for a in goal.attributes)
-    picked = list(chosen.values())
-    option_hits = sum(any(_similar(value, p) for p in picked) for _, value in goal.options)
+    option_hits = option_matches(goal, chosen)
     price_ok = product.price <= goal.price_upper
     total = len(goal.attributes) + len(goal.options) + 1
     reward = kind * (attribute_hits + option_hits + int(price_ok)) / total
