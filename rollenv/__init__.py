@@ -58,3 +58,12 @@ __all__ = [
 
 # rollenv's own ids, registered with Gymnasium too (string entry points: no env module loads)
 registry.load_builtin()
+
+
+def __getattr__(name: str) -> object:
+    # RemoteEnv brings httpx: loaded on first use, so `import rollenv` stays light
+    if name == "RemoteEnv":
+        from rollenv.remote import RemoteEnv
+
+        return RemoteEnv
+    raise AttributeError(f"module 'rollenv' has no attribute {name!r}")

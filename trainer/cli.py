@@ -49,6 +49,7 @@ from trainer.cli_arguments import (
 from trainer.env_commands import add_env_commands
 from trainer.eval_commands import add_eval_command, add_leaderboard_command
 from trainer.extras import INSTALL_COMMANDS, MissingExtraError, require_extra
+from trainer.serve_env_command import add_serve_env_command
 
 INTERRUPTED = 130
 
@@ -78,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_eval_command(commands, run_eval)
     add_leaderboard_command(commands)
     _add_serve_command(commands)
+    add_serve_env_command(commands)
     return parser
 
 

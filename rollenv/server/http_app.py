@@ -127,35 +127,18 @@ def build_app(
     async def start_episode(
         session_id: str | None, request: EpisodeRequest, *, replace: bool
     ) -> dict[str, Any]:
-        """Resets ``session_id`` (opening a session first where there is none, or where
-        ``replace`` and the request names another env) and returns the reply."""
-        if session_id is not None and (request.env_id is not None or request.kwargs):
-            session = store.get(session_id)
-            same_env = _canonical_id(request.env_id or session.env_id) == session.env_id
-            if not (same_env and (not request.kwargs or request.kwargs == session.kwargs)):
-                if not replace:
-                    raise ServerError(
-                        409,
-                        ErrorCode.BAD_REQUEST,
-                        f"session {session_id!r} plays {session.env_id} with kwargs "
-                        f"{session.kwargs}; reset without a session_id to play another env",
-                        session_id=session_id,
-                    )
-                await run(store.close, session_id)
-                session_id = None
-        if session_id is None:
-            env_id = request.env_id or default_env_id
-            if env_id is None:
-                raise ServerError(
-                    422,
-                    ErrorCode.BAD_REQUEST,
-                    "bad request: env_id: required to open a session (GET /envs lists the ids; "
-                    "or start the server with a default env: roll-agent serve-env --env ID)",
-                    problems=["env_id"],
-                )
-            session_id = (await run(store.open, env_id, request.kwargs)).id
         transition = await run(
-            store.reset, session_id, request.seed, request.options, request.episode_id
+            functools.partial(
+                store.start_episode,
+                session_id,
+                request.env_id,
+                request.kwargs,
+                seed=request.seed,
+                options=request.options,
+                episode_id=request.episode_id,
+                replace=replace,
+                default_env_id=default_env_id,
+            )
         )
         return transition_reply(transition)
 
@@ -292,10 +275,3 @@ def _read_ws_message(raw: str | bytes | None) -> tuple[str, dict[str, Any]]:
     if not isinstance(data, dict):
         raise ServerError(422, ErrorCode.BAD_REQUEST, f"a {kind} message's data must be an object")
     return kind, data
-
-
-def _canonical_id(env_id: str) -> str:
-    try:
-        return rollenv.spec(env_id).id
-    except Exception:  # an unknown id: opening it will say so
-        return env_id

@@ -252,6 +252,59 @@ class SessionStore:
                 observation, info, instruction=session.instruction, state=session.state()
             )
 
+    def start_episode(
+        self,
+        session_id: str | None,
+        env_id: str | None = None,
+        kwargs: dict[str, Any] | None = None,
+        *,
+        seed: int | None = None,
+        options: dict[str, Any] | None = None,
+        episode_id: str | None = None,
+        replace: bool = False,
+        default_env_id: str | None = None,
+    ) -> Transition:
+        """Resets ``session_id``, or a session it opens first where none is given.
+
+        Args:
+            session_id: the session to reset; ``None``: open one for ``env_id``.
+            env_id, kwargs: the env to open (``env_id`` defaults to ``default_env_id``). Given
+                with a session that plays another env, they are an error, unless ``replace``:
+                then that session is closed and a new one opened.
+            seed, options, episode_id: the reset's.
+
+        Raises:
+            ServerError: as :meth:`open` and :meth:`reset`; ``BAD_REQUEST`` when no env is
+                named, or (without ``replace``) another env than the session's.
+        """
+        if session_id is not None and (env_id is not None or kwargs):
+            session = self.get(session_id)
+            same_env = _canonical_id(env_id or session.env_id) == session.env_id
+            if not (same_env and (not kwargs or kwargs == session.kwargs)):
+                if not replace:
+                    raise ServerError(
+                        409,
+                        ErrorCode.BAD_REQUEST,
+                        f"session {session_id!r} plays {session.env_id} with kwargs "
+                        f"{session.kwargs}; reset without a session_id to play another env",
+                        session_id=session_id,
+                    )
+                self.close(session_id)
+                session_id = None
+        if session_id is None:
+            env_id = env_id or default_env_id
+            if env_id is None:
+                raise ServerError(
+                    422,
+                    ErrorCode.BAD_REQUEST,
+                    "bad request: env_id: required to open a session (GET /envs lists the ids; "
+                    "or start the server with a default env: roll-agent serve-env --env ID)",
+                    problems=["env_id"],
+                )
+            self.reap_idle()
+            session_id = self.open(env_id, kwargs).id
+        return self.reset(session_id, seed, options, episode_id)
+
     def step(self, session_id: str, reply: str) -> Transition:
         """Plays ``reply`` in the session's episode: ``env.step(reply)``.
 
@@ -361,6 +414,13 @@ def make_env(env_id: str, kwargs: dict[str, Any]) -> gym.Env:
             f"making {env_id} raised {type(error).__name__}: {error}",
             env_id=env_id,
         ) from error
+
+
+def _canonical_id(env_id: str) -> str:
+    try:
+        return rollenv.spec(env_id).id
+    except Exception:  # an unknown id: opening it will say so
+        return env_id
 
 
 def close_matches(env_id: str, limit: int = 5) -> list[str]:
