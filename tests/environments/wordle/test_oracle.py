@@ -49,15 +49,18 @@ def test_stored_opening_guesses_are_what_the_solver_computes(length, pool):
     assert opening_guess(length, pool, stored=False) == STORED_OPENING_GUESSES[length, pool]
 
 
-@pytest.mark.parametrize(("env_id", "least"), [("Wordle-v0", 200), ("WordleHard-v0", 200)])
-def test_oracle_solves_five_letter_games_within_six_guesses(env_id, least):
+@pytest.mark.parametrize(
+    "env_id", ["Wordle-v0", pytest.param("WordleHard-v0", marks=pytest.mark.slow)]
+)
+def test_oracle_solves_every_five_letter_game_within_six_guesses(env_id):
     env = rollenv.make(env_id)
     oracle = WordleOracle(env)
     results = [run_episode(env, oracle, seed=seed) for seed in range(200)]
-    assert sum(r.success for r in results) >= least
+    assert [r.seed for r in results if not r.success] == []
     assert max(r.turns for r in results) <= 6
 
 
+@pytest.mark.slow
 def test_oracle_solves_at_least_98_percent_of_four_letter_games():
     # measured: 198 of 200 (4-letter words have more look-alikes: "give", "test" were missed)
     env = rollenv.make("Wordle4-v0")
