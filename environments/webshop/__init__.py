@@ -1,13 +1,16 @@
 """WebShop (Yao et al., 2022): shop for what an instruction asks, offline, many envs a process.
 
 Ids:
-    ``WebShop-v0``: text pages, in process, no server (1,000 generated products).
+    ``WebShop-v0``: text pages, in process, no server (5,000 generated products).
     ``WebShopHTML-v0``: the same pages served by a real web server on 127.0.0.1 and read by
     a headless Chromium through Playwright (needs ``pip install "rollenv[webshop]"`` and
     Debian's ``chromium``).
 
-Both take ``num_products``, ``catalog_seed`` or ``data_path`` (a folder with WebShop's own files)
-as keyword arguments of ``rollenv.make``. Importing this package imports no optional dependency.
+Both take ``difficulty`` (``"paper"``, the default: look-alike products, noisy titles and
+paraphrased instructions, as hard as WebShop for its rule baseline; ``"easy"``: the clean
+1,000-product catalog with instructions in its own words), ``num_products``, ``catalog_seed`` or
+``data_path`` (a folder with WebShop's own files) as keyword arguments of ``rollenv.make``.
+Importing this package imports no optional dependency.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ MAX_TURNS = 15
 VARIANTS: dict[str, tuple[str, str]] = {
     "WebShop-v0": (
         "environments.webshop.env:WebShopEnv",
-        "WebShop in text, in process (1,000 generated products)",
+        "WebShop in text, in process (5,000 generated products, paper difficulty)",
     ),
     "WebShopHTML-v0": (
         "environments.webshop.browser_env:WebShopHTMLEnv",

@@ -37,6 +37,7 @@ from typing import Any
 
 from environments.webshop.data import ShopData, shop_data
 from environments.webshop.deps import require
+from environments.webshop.difficulty import DEFAULT_DIFFICULTY, DIFFICULTIES
 from environments.webshop.pages import Shop
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -219,11 +220,16 @@ def main(argv: list[str] | None = None) -> None:
     """Serves WebShop for a person to shop in a browser."""
     parser = argparse.ArgumentParser(description="Serve WebShop on 127.0.0.1.")
     parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--num-products", type=int, default=1000)
+    parser.add_argument(
+        "--num-products", type=int, default=None, help="default: the difficulty's (5,000 or 1,000)"
+    )
     parser.add_argument("--catalog-seed", type=int, default=0)
     parser.add_argument("--data-path", default=None, help="a folder with WebShop's own files")
+    parser.add_argument("--difficulty", choices=DIFFICULTIES, default=DEFAULT_DIFFICULTY)
     args = parser.parse_args(argv)
-    data = shop_data(args.num_products, args.catalog_seed, args.data_path)
+    data = shop_data(
+        args.num_products, args.catalog_seed, args.data_path, difficulty=args.difficulty
+    )
     server = ShopServer(data, port=args.port).start()
     print(f"WebShop is serving on {server.url}/ (Ctrl-C stops it)")
     try:

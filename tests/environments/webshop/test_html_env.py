@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import rollenv
+from environments.webshop.naive_shopper import NaiveShopper
 from environments.webshop.oracle import available_actions
 from rollenv.policies import oracle_for, run_episode
 from tests.environments.webshop.conftest import needs_browser
@@ -74,6 +75,15 @@ def test_an_unavailable_action_never_reaches_the_browser(html_env):
 def test_oracle_buys_the_goal_in_the_browser(html_env):
     results = [run_episode(html_env, oracle_for(html_env), seed=s) for s in range(3)]
     assert [r.success for r in results] == [True, True, True]
+
+
+def test_the_naive_shopper_gets_the_same_reward_in_the_browser_as_in_text(html_env):
+    text_env = rollenv.make("WebShop-v0")
+    for seed in (0, 1):
+        in_browser = run_episode(html_env, NaiveShopper(html_env), seed=seed)
+        in_text = run_episode(text_env, NaiveShopper(text_env), seed=seed)
+        assert in_browser.terminated and in_browser.turns == in_text.turns
+        assert in_browser.total_reward == pytest.approx(in_text.total_reward)
 
 
 def test_a_person_can_shop_on_the_same_site(html_env):

@@ -80,3 +80,16 @@ def test_fuzzy_option_match_does_not_confuse_blue_with_navy_blue():
     # (2 + 1 + 1) / 5 = 0.8
     goal = dataclasses.replace(BLANKET_GOAL, options=(("color", "blue"), ("size", "queen")))
     assert score(goal, BLANKET, {"color": "navy blue", "size": "queen"}).reward == 0.8
+
+
+def test_sizes_match_exactly_as_in_webshop():
+    # token_sort_ratio("x-large", "xx-large") is 93 (a fuzzy match), but WebShop matches the
+    # size dimension exactly: goal red + xx-large, chosen red + x-large -> options 1 of 2;
+    # attributes 2 of 2, price ok -> (2 + 1 + 1) / 5 = 0.8
+    shirt_sizes = dataclasses.replace(
+        BLANKET, options=(("color", ("red",)), ("size", ("x-large", "xx-large")))
+    )
+    goal = dataclasses.replace(BLANKET_GOAL, options=(("color", "red"), ("size", "xx-large")))
+    assert score(goal, shirt_sizes, {"color": "red", "size": "x-large"}).reward == 0.8
+    # case and punctuation still do not matter: "XX Large" is "xx-large" -> 5 / 5
+    assert score(goal, shirt_sizes, {"color": "red", "size": "XX Large"}).reward == 1.0

@@ -113,12 +113,13 @@ def test_64_envs_in_one_process_share_no_mutable_state():
         assert result_obs == observations[i]
 
 
-def test_oracle_reaches_reward_one_on_at_least_90_percent_of_500_instructions():
-    env = rollenv.make("WebShop-v0")
+def test_oracle_reaches_reward_one_on_at_least_99_percent_of_500_easy_instructions():
+    # the paper difficulty (the default) has its own such test in test_paper_difficulty.py
+    env = rollenv.make("WebShop-v0", difficulty="easy")
     oracle = oracle_for(env)
     results = [run_episode(env, oracle, seed=seed) for seed in range(1000, 1500)]
     rate = sum(r.success for r in results) / len(results)
-    assert rate >= 0.9
+    assert rate >= 0.99
     assert all(r.total_reward == 1.0 for r in results if r.success)
 
 
