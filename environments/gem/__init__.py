@@ -1,5 +1,47 @@
-"""Placeholder: the gem family is being written this session (issue 21)."""
+"""GEM (``gem-llm``): its games and reasoning-gym tasks as rollenv envs, ``gem/<Name>-v0``.
+
+``register()`` reads the checked-in manifest (``environments.gem.catalog``) and never imports
+GEM. Every GEM id is registered: the runnable ones with ``rollenv.register``, the others with
+``rollenv.register_unavailable`` and the reason (a Hugging Face dataset, an nltk corpus, a bug in
+GEM itself); without GEM installed, every id is unavailable with the command that installs it.
+See ``environments.gem.env`` for the adapter's contract and reward mapping.
+
+Example:
+    >>> import rollenv
+    >>> rollenv.spec("gem/SudokuEasy-v0").kwargs
+    {'gem_id': 'game:Sudoku-v0-easy'}
+"""
+
+from __future__ import annotations
+
+INSTALL_HINT = "pip install 'rollenv[gem]'"
+GAME_ENTRY_POINT = "environments.gem.env:GemEnv"
+TASK_ENTRY_POINT = "environments.gem.env:GemReasoningEnv"
 
 
 def register() -> None:
-    """Registers nothing yet."""
+    """Registers every GEM id with rollenv (the ``rollenv.envs`` entry point ``gem``)."""
+    # imported here: this module is imported while rollenv itself is being imported
+    import rollenv
+    from environments.gem.catalog import CATALOG, NEEDS_NLTK_WORDS
+    from environments.gem.runtime import gem_installed, nltk_corpus_installed
+
+    installed = gem_installed()
+    has_words = installed and nltk_corpus_installed("words")
+    for entry in CATALOG:
+        reason = entry.unavailable
+        if reason == NEEDS_NLTK_WORDS and has_words:
+            reason = ""
+        if not installed:
+            reason = INSTALL_HINT
+        if reason:
+            rollenv.register_unavailable(entry.env_id, reason, description=entry.description)
+            continue
+        entry_point = TASK_ENTRY_POINT if entry.has_gold_answer else GAME_ENTRY_POINT
+        rollenv.register(
+            entry.env_id,
+            entry_point,
+            max_episode_steps=entry.max_turns,
+            kwargs={"gem_id": entry.gem_id},
+            description=entry.description,
+        )

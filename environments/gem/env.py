@@ -1,0 +1,257 @@
+"""``GemEnv``: a GEM game or reasoning-gym task played through rollenv's contract.
+
+The agent writes its move (or answer) inside ``<answer>...</answer>``; the adapter hands GEM the
+text it expects, ``\\boxed{<move>}`` (an answer that already holds a ``\\boxed{}`` is passed as
+it is). A reply with no answer is a penalised no-op that never reaches GEM.
+
+Observations are GEM's own text: its last message followed by its ``suffix`` (the board, for the
+games that have one), as GEM's ``concat`` observation wrapper shows it; characters outside the
+observation space (emoji, variation selectors) are written as ``\\U0001f600``-style escapes.
+
+Rewards are GEM's, unchanged:
+
+* games: GEM's shaped rewards (1 for a win; a share of the progress for some games, e.g. each
+  correct Sudoku cell; 0 for a move the game rejects; -0.1 and the end of the episode for a
+  move GEM cannot read at all, reported as ``action_is_valid = False``);
+* reasoning-gym tasks: ``score_answer`` of the dataset (1 for the reference answer, partial
+  credit where reasoning-gym gives it), and the episode ends.
+
+``success`` is GEM's win (a game ends with its "Congratulations!" message) or a task's full
+score. A GEM exception ends the episode as truncated, with ``info["gem_error"]`` saying why.
+
+Example:
+    >>> import rollenv
+    >>> env = rollenv.make("gem/GuessTheNumberEasy-v0")
+    >>> obs, info = env.reset(seed=0)
+    >>> obs, reward, terminated, truncated, info = env.step("<answer>5</answer>")
+    >>> "you guessed 5" in obs or "Congratulations" in obs
+    True
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import random
+import re
+from typing import Any, ClassVar
+
+from environments.gem.catalog import BY_GEM_ID, GemEntry
+from environments.gem.runtime import GEM_LOCK, GlobalRandomGuard, import_gem
+from rollenv.actions import AnswerFormat
+from rollenv.text_env import MAX_TEXT_LENGTH, TextEnv
+
+# what the observation space cannot hold (see rollenv.text_env): control bytes, astral planes
+_OUTSIDE_SPACE = re.compile(r"[^\x20-\ud7ff\n\t\r]")
+# GEM's reward for a move it cannot parse (gem.utils.constants.LanguageGameReward)
+GEM_FORMAT_ERROR_REWARD = -0.1
+RESET_ATTEMPTS = 5
+
+# one prototype GEM env per id: construction can load a word list or a dataset, or run a whole
+# unseeded reset (a Sokoban room takes seconds); instances start from a copy of it
+_PROTOTYPES: dict[str, Any] = {}
+
+
+def observable(text: str) -> str:
+    """``text`` with every character outside the observation space escaped, and length-capped.
+
+    Example:
+        >>> observable("a\\x00b \\U0001f600")
+        'a\\\\x00b \\\\U0001f600'
+    """
+    text = _OUTSIDE_SPACE.sub(lambda m: m.group().encode("unicode_escape").decode(), text)
+    return text[:MAX_TEXT_LENGTH]
+
+
+def gem_move(answer: str) -> str:
+    """The text GEM reads for an answer: ``\\boxed{answer}``, unless it already has a box.
+
+    Example:
+        >>> gem_move("reveal 1 2"), gem_move("\\\\boxed{up}")
+        ('\\\\boxed{reveal 1 2}', '\\\\boxed{up}')
+    """
+    return answer if "\\boxed" in answer or "\\fbox" in answer else f"\\boxed{{{answer}}}"
+
+
+def _new_gem_env(entry: GemEntry, guard: GlobalRandomGuard) -> Any:
+    prototype = _PROTOTYPES.get(entry.gem_id)
+    if prototype is None:
+        registration = import_gem()
+        with guard.reseeding():  # GEM's constructors play an unseeded reset
+            prototype = registration.make(entry.gem_id)
+        _PROTOTYPES[entry.gem_id] = prototype
+    # a task's dataset is read-only and may be large: shared; a game's state is copied
+    return copy.copy(prototype) if entry.kind == "task" else copy.deepcopy(prototype)
+
+
+class GemEnv(TextEnv):
+    """One GEM id, adapted (see the module docstring).
+
+    Args:
+        gem_id: GEM's id, e.g. ``"game:Sudoku-v0-easy"`` or ``"rg:basic_arithmetic"``.
+        answer_format: how the move is read from a reply; defaults to one ``<answer>`` holding
+            the whole move (no ``||`` splitting: answers may contain it).
+        format_penalty: reward of a reply with no answer.
+        render_mode: ``"ansi"`` or ``None``.
+    """
+
+    free_form: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        gem_id: str,
+        *,
+        answer_format: AnswerFormat | dict[str, Any] | None = None,
+        format_penalty: float = -0.1,
+        render_mode: str | None = None,
+    ) -> None:
+        super().__init__(
+            answer_format=answer_format or AnswerFormat(separator=None),
+            format_penalty=format_penalty,
+            render_mode=render_mode,
+        )
+        entry = BY_GEM_ID.get(gem_id)
+        if entry is None:
+            close = difflib.get_close_matches(gem_id, list(BY_GEM_ID), n=5, cutoff=0.5)
+            hint = f" Did you mean: {', '.join(close)}?" if close else ""
+            raise ValueError(f"gem_id={gem_id!r} is not in GEM's catalog.{hint}")
+        if entry.kind == "dataset":
+            raise ValueError(f"gem_id={gem_id!r} cannot run offline: {entry.unavailable}")
+        self.entry = entry
+        self._guard = GlobalRandomGuard()
+        self._gem: Any = None
+        self._rules = ""
+        self._text = ""
+        self._state_key: Any = None
+        self._over = self._success = self._gem_truncated = False
+        self._error: str | None = None
+
+    # ------------------------------------------------------------------ TextEnv
+    @property
+    def instruction(self) -> str:
+        example = self.action_words[0]
+        if self.entry.kind == "task":
+            return (
+                f"Solve the task (reasoning-gym's {self.entry.name}, served by GEM). Give only "
+                "the final answer inside <answer></answer>, optionally after reasoning inside "
+                "<think></think>; it is scored against the reference answer and the episode "
+                f"ends. Example: <answer>{example}</answer>"
+            )
+        return (
+            f"You are playing GEM's {self.entry.name}. The game asks for each move in "
+            "\\boxed{}: write the move inside <answer></answer> instead, one move per reply, "
+            f"optionally after reasoning inside <think></think> (e.g. <answer>{example}</answer>)."
+            f" The game's rules:\n\n{self._rules}"
+        )
+
+    @property
+    def action_words(self) -> tuple[str, ...]:
+        rules = self.entry.rules
+        return rules.moves if rules is not None else ("0", "1", "yes")
+
+    def _new_episode(self, rng: random.Random, options: dict[str, Any] | None) -> None:
+        if self._gem is None:
+            self._gem = _new_gem_env(self.entry, self._guard)
+        for attempt in range(RESET_ATTEMPTS):
+            try:
+                with self._guard.reseeding():
+                    observation, info = self._gem.reset(seed=rng.getrandbits(31))
+                break
+            except Exception as error:  # noqa: BLE001 - GEM may fail on one seed; try another
+                if attempt == RESET_ATTEMPTS - 1:
+                    raise RuntimeError(
+                        f"GEM could not reset {self.entry.gem_id} in {RESET_ATTEMPTS} tries: "
+                        f"{type(error).__name__}: {error}"
+                    ) from error
+        self._rules = observation
+        self._text = self._compose(observation, info)
+        self._state_key = self._gem_state_key(info)
+        self._over = self._success = self._gem_truncated = False
+        self._error = None
+
+    def _observation(self) -> str:
+        return self._text
+
+    def _parse_action(self, text: str) -> str:
+        return text
+
+    # the step is GEM's, so the hooks below are not used: step() is written out instead
+    def _apply(self, action: Any) -> tuple[float, bool]:
+        raise NotImplementedError("GemEnv.step calls GEM directly")
+
+    def _solved(self) -> bool:
+        return self._success
+
+    def _failed(self) -> bool:
+        return self._over and not self._success and not self._gem_truncated
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        answers = self._parse_reply(action)
+        info: dict[str, Any] = {}
+        if answers is None or self._over:
+            reward, valid, effective = (self.format_penalty if answers is None else 0.0), False, False
+            if self._over:
+                info["gem_error"] = self._error or "the episode is over: call reset()"
+        else:
+            reward, valid, effective = self._gem_step(answers[0], info)
+            self.actions_taken += 1
+        self._last_observation = self._text
+        terminated = self._over and not self._gem_truncated
+        info["metrics"] = {
+            "success": self._success,
+            "action_is_valid": valid,
+            "action_is_effective": effective,
+        }
+        info["anchor"] = self._text
+        return self._text, reward, terminated, self._over and self._gem_truncated, info
+
+    # ------------------------------------------------------------------ GEM
+    def _gem_step(self, answer: str, info: dict[str, Any]) -> tuple[float, bool, bool]:
+        """One move (or answer) into GEM: its reward, and whether it was valid and effective."""
+        move = gem_move(answer)
+        try:
+            if self.entry.rules is not None and self.entry.rules.draws_in_step:
+                with self._guard.drawing():
+                    observation, reward, terminated, truncated, gem_info = self._gem.step(move)
+            else:  # the step draws nothing from the global generators: no state to swap
+                with GEM_LOCK:
+                    observation, reward, terminated, truncated, gem_info = self._gem.step(move)
+            reward = float(reward)
+        except Exception as error:  # noqa: BLE001 - GEM's failure ends the episode, never raises
+            self._error = f"GEM raised {type(error).__name__}: {error}"
+            info["gem_error"] = self._error
+            self._over = self._gem_truncated = True
+            return 0.0, True, False
+        if self.entry.kind == "task":
+            self._success = reward >= 1.0
+            self._over = True
+            self._text = observable(f"{self._rules}\n\n(Answered; the score is {reward:g}.)")
+            return reward, True, True
+        self._over = bool(terminated or truncated)
+        self._gem_truncated = bool(truncated)
+        self._success = self._over and not truncated and observation.startswith("Congratulations")
+        self._text = self._compose(observation, gem_info)
+        key, self._state_key = self._state_key, self._gem_state_key(gem_info)
+        valid = not (terminated and reward == GEM_FORMAT_ERROR_REWARD)
+        return reward, valid, valid and (self._over or key != self._state_key)
+
+    def _compose(self, observation: str, info: dict[str, Any]) -> str:
+        suffix = info.get("suffix") or ""
+        if suffix and not observation.endswith("\n"):
+            observation += "\n"
+        return observable(observation + suffix)
+
+    def _gem_state_key(self, info: dict[str, Any]) -> tuple[str, int]:
+        # the suffix renders the board; guessing games keep their state in their past guesses
+        return info.get("suffix") or "", len(getattr(self._gem, "previous_guesses", ()))
+
+
+class GemReasoningEnv(GemEnv):
+    """A reasoning-gym task whose entries carry their reference answer: it has an oracle."""
+
+    oracle: ClassVar[str | None] = "environments.gem.oracle:GoldAnswerOracle"
+
+    def gold_answer(self) -> str:
+        """The reference answer of the current question (for the oracle)."""
+        answer = self._gem.data["answer"]
+        return answer if isinstance(answer, str) else str(answer)
