@@ -14,33 +14,48 @@ Example:
 
 from __future__ import annotations
 
+from environments.gem.catalog import CATALOG, NEEDS_NLTK_WORDS, GemEntry
+from environments.gem.runtime import gem_installed, nltk_corpus_installed
+
 INSTALL_HINT = "pip install 'rollenv[gem]'"
 GAME_ENTRY_POINT = "environments.gem.env:GemEnv"
 TASK_ENTRY_POINT = "environments.gem.env:GemReasoningEnv"
+
+
+def registrations(*, gem_installed: bool, has_nltk_words: bool) -> list[tuple[GemEntry, str]]:
+    """Every catalog entry with the reason it is unavailable here (empty: it is registered).
+
+    Example:
+        >>> plan = dict((e.gem_id, reason) for e, reason in
+        ...             registrations(gem_installed=True, has_nltk_words=False))
+        >>> plan["rg:gcd"], plan["game:Wordle-v0-easy"][:25]
+        ('', "needs nltk's 'words' corp")
+    """
+    plan = []
+    for entry in CATALOG:
+        reason = entry.unavailable
+        if reason == NEEDS_NLTK_WORDS and has_nltk_words:
+            reason = ""
+        plan.append((entry, reason if gem_installed else INSTALL_HINT))
+    return plan
 
 
 def register() -> None:
     """Registers every GEM id with rollenv (the ``rollenv.envs`` entry point ``gem``)."""
     # imported here: this module is imported while rollenv itself is being imported
     import rollenv
-    from environments.gem.catalog import CATALOG, NEEDS_NLTK_WORDS
-    from environments.gem.runtime import gem_installed, nltk_corpus_installed
 
     installed = gem_installed()
-    has_words = installed and nltk_corpus_installed("words")
-    for entry in CATALOG:
-        reason = entry.unavailable
-        if reason == NEEDS_NLTK_WORDS and has_words:
-            reason = ""
-        if not installed:
-            reason = INSTALL_HINT
+    plan = registrations(
+        gem_installed=installed, has_nltk_words=installed and nltk_corpus_installed("words")
+    )
+    for entry, reason in plan:
         if reason:
             rollenv.register_unavailable(entry.env_id, reason, description=entry.description)
             continue
-        entry_point = TASK_ENTRY_POINT if entry.has_gold_answer else GAME_ENTRY_POINT
         rollenv.register(
             entry.env_id,
-            entry_point,
+            TASK_ENTRY_POINT if entry.has_gold_answer else GAME_ENTRY_POINT,
             max_episode_steps=entry.max_turns,
             kwargs={"gem_id": entry.gem_id},
             description=entry.description,

@@ -189,7 +189,11 @@ class GemEnv(TextEnv):
         answers = self._parse_reply(action)
         info: dict[str, Any] = {}
         if answers is None or self._over:
-            reward, valid, effective = (self.format_penalty if answers is None else 0.0), False, False
+            reward, valid, effective = (
+                (self.format_penalty if answers is None else 0.0),
+                False,
+                False,
+            )
             if self._over:
                 info["gem_error"] = self._error or "the episode is over: call reset()"
         else:

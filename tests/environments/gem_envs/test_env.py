@@ -1,0 +1,170 @@
+"""The adapter's contract on real GEM games and tasks: replies, rewards, RNG isolation."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+import rollenv
+from environments.gem.env import GemEnv, gem_move, observable
+from rollenv.policies import RandomPolicy, text_env_of
+
+from .conftest import REGISTERED, SLOW_GEM_IDS
+
+
+def _gem(env) -> object:
+    return text_env_of(env)._gem
+
+
+def test_a_reply_without_an_answer_never_reaches_gem():
+    env = rollenv.make("gem/TowerofHanoiEasy-v0")
+    obs, _ = env.reset(seed=0)
+    obs_after, reward, terminated, truncated, info = env.step("A C")
+    assert (obs_after, reward, terminated, truncated) == (obs, -0.1, False, False)
+    assert info["metrics"]["action_is_valid"] is False
+    assert _gem(env).turn_count == 0
+
+
+def test_the_answer_is_boxed_for_gem_and_a_boxed_answer_passes_as_it_is():
+    assert gem_move("A C") == "\\boxed{A C}"
+    env = rollenv.make("gem/TowerofHanoiEasy-v0")
+    env.reset(seed=0)
+    obs, reward, terminated, truncated, info = env.step("<answer>\\boxed{A C}</answer>")
+    assert "you moved disk 1 from tower A to tower C" in obs
+    assert info["metrics"] == {
+        "success": False,
+        "action_is_valid": True,
+        "action_is_effective": True,
+    }
+
+
+def test_a_move_the_game_rejects_is_valid_but_not_effective():
+    env = rollenv.make("gem/TowerofHanoiEasy-v0")
+    env.reset(seed=0)
+    obs, reward, terminated, truncated, info = env.step("<answer>B C</answer>")
+    assert "which is empty" in obs and reward == 0.0 and not terminated
+    assert info["metrics"]["action_is_valid"] and not info["metrics"]["action_is_effective"]
+
+
+def test_a_move_gem_cannot_read_ends_the_game_as_gem_does_and_is_invalid():
+    env = rollenv.make("gem/TowerofHanoiEasy-v0")
+    env.reset(seed=0)
+    obs, reward, terminated, truncated, info = env.step("<answer>jump</answer>")
+    assert (reward, terminated, truncated) == (-0.1, True, False)
+    assert "did not provide a valid action" in obs
+    assert info["metrics"]["action_is_valid"] is False
+
+
+def test_solving_tower_of_hanoi_is_a_success_with_gem_reward():
+    env = rollenv.make("gem/TowerofHanoiEasy-v0")
+    env.reset(seed=0)
+    moves = ["A C", "A B", "C B", "A C", "B A", "B C", "A C"]  # 3 disks, A to C
+    rewards = [env.step(f"<answer>{move}</answer>")[1:] for move in moves]
+    reward, terminated, truncated, info = rewards[-1]
+    assert info["metrics"]["success"] and terminated and not truncated and reward == 1.0
+    assert not any(step[3]["metrics"]["success"] for step in rewards[:-1])
+
+
+def test_the_guessed_number_wins_and_other_guesses_are_effective():
+    env = rollenv.make("gem/GuessTheNumberHard-v0")
+    env.reset(seed=4)
+    secret = _gem(env).game_number
+    wrong = 1 if secret != 1 else 2
+    info = env.step(f"<answer>{wrong}</answer>")[4]
+    assert info["metrics"]["action_is_effective"] and not info["metrics"]["success"]
+    obs, reward, terminated, _, info = env.step(f"<answer>{secret}</answer>")
+    assert info["metrics"]["success"] and terminated and reward == 1.0
+
+
+def test_a_task_answer_is_scored_once_and_ends_the_episode():
+    env = rollenv.make("gem/Gcd-v0")
+    env.reset(seed=0)
+    gold = text_env_of(env).gold_answer()
+    obs, reward, terminated, _, info = env.step(f"<answer>{gold}</answer>")
+    assert (reward, terminated, info["metrics"]["success"]) == (1.0, True, True)
+    env.reset(seed=0)
+    obs, reward, terminated, _, info = env.step("<answer>-7</answer>")
+    assert reward == 0.0 and terminated and not info["metrics"]["success"]
+
+
+def test_a_gem_exception_ends_the_episode_truncated_with_the_reason():
+    env = rollenv.make("gem/Boxnet-v0")  # reasoning-gym's boxnet scorer iterates the answer
+    obs, _ = env.reset(seed=0)
+    obs_after, reward, terminated, truncated, info = env.step("<answer>7</answer>")
+    assert (obs_after, reward, terminated, truncated) == (obs, 0.0, False, True)
+    assert "TypeError" in info["gem_error"]
+    assert env.step("<answer>7</answer>")[3] is True  # over: later steps change nothing
+
+
+def test_characters_outside_the_observation_space_are_escaped():
+    env = rollenv.make("gem/EmojiMystery-v0")
+    obs, _ = env.reset(seed=0)
+    assert env.observation_space.contains(obs) and "\\U000e01" in obs
+    assert observable("ok\n") == "ok\n"
+
+
+def test_an_unknown_gem_id_lists_close_ones():
+    with pytest.raises(ValueError, match="game:Sudoku-v0-easy"):
+        GemEnv("game:Sudoku-v0-eazy")
+
+
+def test_a_dataset_id_says_why_it_cannot_run():
+    with pytest.raises(ValueError, match="Hugging Face dataset"):
+        GemEnv("math:GSM8K")
+
+
+def _play(env_id: str, seed: int, steps: int, envs: list | None = None) -> list:
+    env = rollenv.make(env_id) if envs is None else envs.pop(0)
+    policy = RandomPolicy(env, seed=seed)
+    obs, info = env.reset(seed=seed)
+    record = [obs]
+    for _ in range(steps):
+        obs, reward, terminated, truncated, info = env.step(policy.act(obs, info))
+        record.append((obs, reward))
+        if terminated or truncated:
+            obs, info = env.reset()
+            record.append(obs)
+    return record
+
+
+@pytest.mark.parametrize("env_id", ["gem/Game2048Easy-v0", "gem/MinesweeperEasy-v0"])
+def test_interleaved_instances_of_games_with_chance_play_as_they_do_alone(env_id):
+    alone = [_play(env_id, seed=1, steps=30), _play(env_id, seed=2, steps=30)]
+    envs = [rollenv.make(env_id), rollenv.make(env_id)]
+    policies = [RandomPolicy(env, seed=seed) for env, seed in zip(envs, (1, 2), strict=True)]
+    states = [env.reset(seed=seed) for env, seed in zip(envs, (1, 2), strict=True)]
+    records = [[obs] for obs, _ in states]
+    for _ in range(30):
+        for index, env in enumerate(envs):
+            random.random()  # the caller's own draws must not reach either game
+            obs, info = states[index]
+            obs, reward, terminated, truncated, info = env.step(policies[index].act(obs, info))
+            records[index].append((obs, reward))
+            if terminated or truncated:
+                obs, info = env.reset()
+                records[index].append(obs)
+            states[index] = (obs, info)
+    assert records == alone
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [pytest.param(e, id=e.env_id) for e in REGISTERED if e.env_id not in SLOW_GEM_IDS],
+)
+def test_the_callers_global_generators_are_left_as_they_were(entry):
+    env = rollenv.make(entry.env_id)
+    policy = RandomPolicy(env, seed=0)
+    random.seed(99)
+    np.random.seed(99)
+    python_state, numpy_state = random.getstate(), np.random.get_state()
+    obs, info = env.reset(seed=5)
+    for _ in range(8):
+        obs, _, terminated, truncated, info = env.step(policy.act(obs, info))
+        if terminated or truncated:
+            break
+    assert random.getstate() == python_state
+    assert all(
+        np.array_equal(a, b) for a, b in zip(np.random.get_state(), numpy_state, strict=True)
+    )
