@@ -11,8 +11,8 @@ reward in 0.35-0.60 while the oracle succeeds on at least 99% of instructions.
 
 Run (from the repository root)::
 
-    python benchmarks/webshop_naive_shopper.py                 # 500 instructions, ~10 s
-    python benchmarks/webshop_naive_shopper.py --quick         # 50 instructions
+    python benchmarks/webshop_naive_shopper.py           # 500 instructions each, seconds
+    python benchmarks/webshop_naive_shopper.py --quick   # 50 instructions each
 
 It prints a table (difficulty, policy, mean reward, success rate, episodes) and writes
 ``benchmarks/results/webshop_naive_shopper.json``.

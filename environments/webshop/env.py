@@ -77,7 +77,8 @@ class WebShopEnv(TextEnv):
         goal_source: ``"human"`` or ``"synthetic"`` instructions when reading WebShop's files.
         difficulty: ``"paper"`` (look-alike products, noisy titles, paraphrased instructions:
             as hard as WebShop) or ``"easy"`` (clean titles, instructions in the catalog's own
-            words); see ``environments.webshop.difficulty``.
+            words); see ``environments.webshop.difficulty``. With ``data_path`` WebShop's
+            own files are played as they are.
         results_per_page: results on one page.
         max_actions: actions per episode before truncation (WebShop uses 15).
         format_penalty: reward of a reply with no available action.

@@ -40,12 +40,12 @@ PARAPHRASE_OPTION = 0.8
 UNWANTED_OPTION = 0.5
 
 _OPENINGS = (
-    "i'm looking for {a} {what}",
-    "i need {a} {what}",
-    "can you find me {a} {what}",
-    "i want to get {a} {what}",
-    "please help me find {a} {what}",
-    "shopping for {a} {what}",
+    "i'm looking for {}",
+    "i need {}",
+    "can you find me {}",
+    "i want to get {}",
+    "please help me find {}",
+    "shopping for {}",
 )
 _UNWANTED = ("not {}", "anything but {}", "i don't want {}", "no {} please")
 _PRICES = (
@@ -56,8 +56,16 @@ _PRICES = (
 )
 
 
-def _article(word: str) -> str:
-    return "an" if word[:1] in "aeiou" else "a"
+#: kinds a shopper asks for as "a pair of ..."
+_PAIRS = frozenset(
+    {"running shoes", "walking shoes", "hiking boots", "wireless earbuds", "over ear headphones"}
+)
+
+
+def _with_article(what: str, kind: str) -> str:
+    if kind in _PAIRS and not what.startswith("pair of"):
+        return f"a pair of {what}"
+    return f"{'an' if what[:1] in 'aeiou' else 'a'} {what}"
 
 
 def _attribute_clause(attribute: str, rng: random.Random) -> str:
@@ -108,10 +116,10 @@ def paper_instruction_text(
         >>> text.endswith("40.00 dollars")
         True
     """
-    kind = product.product_type
+    kind = what = product.product_type
     if kind in TYPE_PHRASINGS and rng.random() < PARAPHRASE_TYPE:
-        kind = rng.choice(TYPE_PHRASINGS[kind])
-    text = rng.choice(_OPENINGS).format(a=_article(kind), what=kind)
+        what = rng.choice(TYPE_PHRASINGS[kind])
+    text = rng.choice(_OPENINGS).format(_with_article(what, kind))
     clauses = [_attribute_clause(a, rng) for a in attributes]
     clauses += [_option_clause(dimension, value, rng) for dimension, value in options]
     rng.shuffle(clauses)

@@ -222,7 +222,7 @@ TYPE_PHRASINGS: dict[str, tuple[str, ...]] = {
     "conditioner": ("hair conditioner", "conditioner to use after shampooing"),
     "dry shampoo": ("waterless hair wash", "spray for washing hair without water"),
     "wireless earbuds": ("bluetooth earbuds", "true wireless in-ear buds"),
-    "over ear headphones": ("headphones that cover my ears", "over-ear headset"),
+    "over ear headphones": ("headphones that cover my ears", "over-ear cans"),
     "bluetooth speaker": ("portable speaker", "wireless speaker"),
     "phone case": ("cover for my phone", "protective phone cover"),
     "screen protector": ("glass for my phone screen", "screen guard"),
