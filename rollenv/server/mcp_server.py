@@ -49,7 +49,8 @@ _INSTRUCTIONS = (
 
 def build_mcp_server(store: SessionStore) -> MCPServer:
     """An ``MCPServer`` whose tools play ``store``'s sessions (see the module docstring)."""
-    server: MCPServer = MCPServer(name="rollenv", instructions=_INSTRUCTIONS)
+    # warnings only: the SDK logs every failed tool call (a client's typo) at INFO on stderr
+    server: MCPServer = MCPServer(name="rollenv", instructions=_INSTRUCTIONS, log_level="WARNING")
 
     @server.tool(description="The env ids a reset may name (optionally of one family).")
     def list_envs(family: str | None = None) -> dict[str, Any]:
