@@ -19,30 +19,10 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-_ONSETS = [
-    "b",
-    "c",
-    "d",
-    "f",
-    "g",
-    "h",
-    "k",
-    "l",
-    "m",
-    "n",
-    "p",
-    "r",
-    "s",
-    "t",
-    "v",
-    "w",
-    "z",
-    "br",
-    "dr",
-    "gr",
-    "tr",
-    "th",
-]
+_ONSETS = (
+    "b", "c", "d", "f", "g", "h", "k", "l", "m", "n", "p",
+    "r", "s", "t", "v", "w", "z", "br", "dr", "gr", "tr", "th",
+)  # fmt: skip
 _VOWELS = ["a", "e", "i", "o", "u", "a", "e", "i", "o", "u", "ae", "ai", "ou"]
 _CODAS = ["n", "r", "l", "s", "m", "nd"]
 _SURNAME_ENDINGS = ["en", "ar", "is", "ov", "ane", "ick", "ell"]
