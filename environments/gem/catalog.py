@@ -62,10 +62,15 @@ class GameRules:
         draws_in_step: whether a step can draw from Python's global ``random`` (2048's new
             tiles, Minesweeper's mines laid at the first reveal): such steps run with the env's
             own RNG state swapped in.
+        reset_uses_seed: whether GEM's ``reset`` passes its seed on (Sokoban's room generator
+            takes it; unseeded, it draws from fresh entropy). The other games draw only from
+            Python's ``random``, so the adapter seeds that itself and resets GEM unseeded (the
+            same game as ``reset(seed)``, without reseeding numpy's global generator).
     """
 
     moves: tuple[str, ...]
     draws_in_step: bool = False
+    reset_uses_seed: bool = False
 
 
 GAMES: dict[str, GameRules] = {
@@ -78,7 +83,7 @@ GAMES: dict[str, GameRules] = {
     "Sudoku": GameRules(("1 1 1", "2 3 4", "4 4 2", "3 2 1")),
     "TowerofHanoi": GameRules(("A C", "A B", "B C", "C A", "B A", "C B")),
     "Game2048": GameRules(("up", "down", "left", "right"), True),
-    "Sokoban": GameRules(("up", "down", "left", "right")),
+    "Sokoban": GameRules(("up", "down", "left", "right"), reset_uses_seed=True),
     "Crosswords": GameRules(("0 0 A", "1 2 E", "2 1 S", "0 3 T")),
     "WordSearch": GameRules(("0 0 0 4", "1 1 5 1", "2 0 2 3")),
 }

@@ -37,12 +37,13 @@ import re
 from typing import Any, ClassVar
 
 from environments.gem.catalog import BY_GEM_ID, GemEntry
-from environments.gem.runtime import GEM_LOCK, GlobalRandomGuard, import_gem
+from environments.gem.runtime import GlobalRandomGuard, import_gem
 from rollenv.actions import AnswerFormat
 from rollenv.text_env import MAX_TEXT_LENGTH, TextEnv
 
 # what the observation space cannot hold (see rollenv.text_env): control bytes, astral planes
 _OUTSIDE_SPACE = re.compile(r"[^\x20-\ud7ff\n\t\r]")
+_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 # GEM's reward for a move it cannot parse (gem.utils.constants.LanguageGameReward)
 GEM_FORMAT_ERROR_REWARD = -0.1
 RESET_ATTEMPTS = 5
@@ -59,7 +60,8 @@ def observable(text: str) -> str:
         >>> observable("a\\x00b \\U0001f600")
         'a\\\\x00b \\\\U0001f600'
     """
-    text = _OUTSIDE_SPACE.sub(lambda m: m.group().encode("unicode_escape").decode(), text)
+    if not (text.isascii() and _ASCII_CONTROL.search(text) is None):
+        text = _OUTSIDE_SPACE.sub(lambda m: m.group().encode("unicode_escape").decode(), text)
     return text[:MAX_TEXT_LENGTH]
 
 
@@ -118,6 +120,9 @@ class GemEnv(TextEnv):
         if entry.kind == "dataset":
             raise ValueError(f"gem_id={gem_id!r} cannot run offline: {entry.unavailable}")
         self.entry = entry
+        rules = entry.rules
+        self._draws_in_step = rules is not None and rules.draws_in_step
+        self._seeds_itself = rules is not None and not rules.reset_uses_seed
         self._guard = GlobalRandomGuard()
         self._gem: Any = None
         self._rules = ""
@@ -153,9 +158,14 @@ class GemEnv(TextEnv):
         if self._gem is None:
             self._gem = _new_gem_env(self.entry, self._guard)
         for attempt in range(RESET_ATTEMPTS):
+            seed = rng.getrandbits(31)
             try:
-                with self._guard.reseeding():
-                    observation, info = self._gem.reset(seed=rng.getrandbits(31))
+                if self._seeds_itself:
+                    with self._guard.seeded(seed, keep_state=self._draws_in_step):
+                        observation, info = self._gem.reset(seed=None)
+                else:  # reasoning-gym picks its question by the seed; Sokoban passes it on
+                    with self._guard.reseeding(restore_numpy=self.entry.kind == "game"):
+                        observation, info = self._gem.reset(seed=seed)
                 break
             except Exception as error:  # noqa: BLE001 - GEM may fail on one seed; try another
                 if attempt == RESET_ATTEMPTS - 1:
@@ -214,12 +224,11 @@ class GemEnv(TextEnv):
         """One move (or answer) into GEM: its reward, and whether it was valid and effective."""
         move = gem_move(answer)
         try:
-            if self.entry.rules is not None and self.entry.rules.draws_in_step:
+            if self._draws_in_step:
                 with self._guard.drawing():
                     observation, reward, terminated, truncated, gem_info = self._gem.step(move)
             else:  # the step draws nothing from the global generators: no state to swap
-                with GEM_LOCK:
-                    observation, reward, terminated, truncated, gem_info = self._gem.step(move)
+                observation, reward, terminated, truncated, gem_info = self._gem.step(move)
             reward = float(reward)
         except Exception as error:  # noqa: BLE001 - GEM's failure ends the episode, never raises
             self._error = f"GEM raised {type(error).__name__}: {error}"

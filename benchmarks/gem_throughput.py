@@ -1,0 +1,167 @@
+"""Steps/s of GEM games and tasks through rollenv's adapter against calling GEM directly.
+
+For each env, the same moves are played both ways in one process, in alternating chunks (so a
+busy machine slows both alike): ours through ``rollenv.make(env_id)`` with every reply written
+``<answer>move</answer>`` (Gymnasium's wrappers, the answer parsing, the global-RNG isolation
+included), GEM's through ``gem.make(gem_id)`` with ``\\boxed{move}``. Each side resets with the
+same seeds when an episode ends; resets count in the time, only steps in the count. The moves
+are the env's ``action_words`` drawn by a seeded RNG, identical on both sides.
+
+Prints a table (steps/s each way, and ours over GEM's) and the geometric mean of the ratios
+(goal: >= 0.9x), and writes the figures to JSON.
+
+Run (from the repository root)::
+
+    python benchmarks/gem_throughput.py --quick
+    python benchmarks/gem_throughput.py --seconds 4
+    python benchmarks/gem_throughput.py --envs gem/SudokuEasy-v0 gem/Gcd-v0
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from report import RESULTS_DIR, add_common_arguments, parse_arguments, write_report
+from table import print_table
+
+import rollenv
+from environments.gem.catalog import BY_ENV_ID
+from environments.gem.runtime import import_gem
+from rollenv.policies import text_env_of
+
+DEFAULT_ENVS = (
+    "gem/GuessTheNumberHard-v0",
+    "gem/MastermindHard-v0",
+    "gem/TowerofHanoiHard-v0",
+    "gem/Game2048Easy-v0",
+    "gem/MinesweeperEasy-v0",
+    "gem/SudokuEasy-v0",
+    "gem/BasicArithmetic-v0",
+    "gem/Gcd-v0",
+    "gem/LetterCounting-v0",
+)
+CHUNKS = 6  # alternations per env and side
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--seconds", type=float, default=4.0, help="time per env and side, all chunks (4)"
+    )
+    parser.add_argument("--envs", nargs="+", default=list(DEFAULT_ENVS), help="rollenv gem ids")
+    add_common_arguments(
+        parser, default_json=RESULTS_DIR / "gem_throughput.json", quick="0.6 s per env and side"
+    )
+    return parse_arguments(parser, argv, quick_defaults={"seconds": 0.6})
+
+
+class Side:
+    """One way of playing: a reset and a step function, its moves, and what it counted."""
+
+    def __init__(
+        self, reset: Callable[[int], Any], step: Callable[[str], tuple], wrap: Callable[[str], str]
+    ) -> None:
+        self.reset, self.step, self.wrap = reset, step, wrap
+        self.steps, self.seconds, self.seed, self.move = 0, 0.0, 0, 0
+        self.reset(self.seed)
+
+    def run(self, moves: list[str], seconds: float) -> None:
+        """Plays ``moves`` in order (cycling) for about ``seconds``, resetting on episode ends."""
+        replies = [self.wrap(move) for move in moves]
+        steps, started = 0, time.perf_counter()
+        deadline = started + seconds
+        while True:
+            for _ in range(16):  # check the clock every 16 steps
+                result = self.step(replies[self.move % len(replies)])
+                self.move += 1
+                steps += 1
+                if result[2] or result[3]:
+                    self.seed += 1
+                    self.reset(self.seed)
+            if time.perf_counter() >= deadline:
+                break
+        self.steps += steps
+        self.seconds += time.perf_counter() - started
+
+    @property
+    def rate(self) -> float:
+        return self.steps / self.seconds if self.seconds else 0.0
+
+
+def measure(env_id: str, seconds: float) -> dict[str, Any]:
+    entry = BY_ENV_ID[env_id]
+    ours = rollenv.make(env_id)
+    theirs = import_gem().make(entry.gem_id)
+    rng = random.Random(0)
+    moves = [rng.choice(text_env_of(ours).action_words) for _ in range(997)]
+    sides = {
+        "ours": Side(
+            lambda seed: ours.reset(seed=seed), ours.step, lambda move: f"<answer>{move}</answer>"
+        ),
+        "gem": Side(
+            lambda seed: theirs.reset(seed=seed), theirs.step, lambda move: f"\\boxed{{{move}}}"
+        ),
+    }
+    for _ in range(CHUNKS):
+        for side in sides.values():
+            side.run(moves, seconds / CHUNKS)
+    figures = {
+        name: {"steps": s.steps, "seconds": s.seconds, "steps_per_s": s.rate}
+        for name, s in sides.items()
+    }
+    figures["ratio"] = sides["ours"].rate / sides["gem"].rate
+    return figures
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    unknown = [e for e in args.envs if e not in BY_ENV_ID or e not in rollenv.registry]
+    if unknown:
+        raise SystemExit(f"not a runnable GEM id here: {', '.join(unknown)}")
+    per_env: dict[str, dict[str, Any]] = {}
+    for env_id in args.envs:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            per_env[env_id] = measure(env_id, args.seconds)
+        figures = per_env[env_id]
+        print(
+            f"{env_id}: ours {figures['ours']['steps_per_s']:.0f} steps/s, "
+            f"GEM {figures['gem']['steps_per_s']:.0f}, {figures['ratio']:.2f}x",
+            flush=True,
+        )
+    rows = [
+        [
+            env_id,
+            f"{f['ours']['steps_per_s']:.0f}",
+            f"{f['gem']['steps_per_s']:.0f}",
+            f"{f['ratio']:.2f}x",
+        ]
+        for env_id, f in per_env.items()
+    ]
+    geomean = math.exp(sum(math.log(f["ratio"]) for f in per_env.values()) / len(per_env))
+    print_table(
+        ["env", "ours steps/s", "GEM steps/s", "ours / GEM"],
+        rows,
+        "GEM through rollenv vs GEM directly (same moves, same process, alternating chunks)",
+    )
+    print(f"geometric mean ratio: {geomean:.2f}x (goal >= 0.9x)")
+    write_report(
+        args.json,
+        {
+            "settings": {"seconds": args.seconds, "envs": args.envs, "chunks": CHUNKS},
+            "per_env": per_env,
+            "geomean_ratio": geomean,
+        },
+        libraries=["gem-llm", "reasoning-gym", "gymnasium", "numpy"],
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
