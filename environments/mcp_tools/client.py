@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-START_TIMEOUT_S = 60.0
+START_TIMEOUT_S = 30.0
 CALL_TIMEOUT_S = 10.0
 CLOSE_TIMEOUT_S = 10.0
 # the folder holding the ``environments`` package: the server imports it from there
@@ -96,7 +96,10 @@ class MCPConnection:
             self.tools = self._ready.result(timeout=start_timeout_s + 5)
         except BaseException as error:
             self._shut_down_loop()
-            detail = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+            cause = _innermost(error)
+            detail = f"{type(cause).__name__}: {cause}" if str(cause) else type(cause).__name__
+            if "Connection closed" in detail:
+                detail += " (the process exited, or wrote something other than MCP to stdout)"
             raise MCPServerError(
                 f"the MCP server {' '.join(self.command)!r} did not start: {detail}"
             ) from error
@@ -177,6 +180,13 @@ class MCPConnection:
             raise
 
 
+def _innermost(error: BaseException) -> BaseException:
+    """The first leaf of nested exception groups (anyio's task groups wrap the real error)."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return error
+
+
 # ---------------------------------------------------------------------------------- the pool
 _OPEN: weakref.WeakSet[MCPConnection] = weakref.WeakSet()
 _IDLE: dict[tuple[str, ...], MCPConnection] = {}
@@ -205,6 +215,15 @@ def release(connection: MCPConnection) -> None:
             _IDLE[connection.command] = connection
             return
     connection.close()
+
+
+def discard_idle() -> None:
+    """Closes the idle connections now (their processes would otherwise wait for reuse)."""
+    with _POOL_LOCK:
+        idle = list(_IDLE.values())
+        _IDLE.clear()
+    for connection in idle:
+        connection.close()
 
 
 def close_all() -> None:

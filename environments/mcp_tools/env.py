@@ -162,14 +162,18 @@ class MCPToolsEnv(TextEnv):
         """The tools the agent may call, as the server lists them."""
         return [t for t in self.connection().tools if not t.name.startswith(ADMIN_PREFIX)]
 
+    def _load_world(self) -> None:
+        """Hands the episode's data to the server (once per episode, and after a restart)."""
+        loaded = self.connection().call_tool("admin_load_world", {"world": self.world.to_json()})
+        if loaded.is_error:
+            raise MCPServerError(f"the MCP server refused the episode's data: {loaded.text}")
+        self.server_pid = int(loaded.text)
+        self._world_loaded = True
+
     def _call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         connection = self.connection()
         if not self._world_loaded:
-            loaded = connection.call_tool("admin_load_world", {"world": self.world.to_json()})
-            if loaded.is_error:
-                raise MCPServerError(f"the MCP server refused the episode's data: {loaded.text}")
-            self.server_pid = int(loaded.text)
-            self._world_loaded = True
+            self._load_world()
         return connection.call_tool(name, arguments)
 
     # ------------------------------------------------------------------ TextEnv
@@ -204,7 +208,7 @@ class MCPToolsEnv(TextEnv):
     def _new_episode(self, rng: random.Random, options: dict[str, Any] | None) -> None:
         self.world, self.task = generate(rng, self.difficulty)
         self._world_loaded = False
-        self._call("list_files", {})  # loads the world now: a broken server fails the reset
+        self._load_world()  # now, so that a server that cannot start fails the reset
         self.last_call = self.last_result = ""
         self.answer = None
         self.correct = False
