@@ -1,4 +1,13 @@
-"""``CountdownOracle``: solves the puzzle on the screen with the search solver."""
+"""``CountdownOracle``: solves the puzzle on the screen with the search solver.
+
+Example:
+    >>> import rollenv
+    >>> from rollenv.policies import oracle_for
+    >>> env = rollenv.make("Countdown-v0")
+    >>> obs, info = env.reset(options={"numbers": [3, 3, 8, 8], "target": 24})
+    >>> oracle_for(env).act(obs, info)
+    '<answer>8 / (3 - (8 / 3))</answer>'
+"""
 
 from __future__ import annotations
 

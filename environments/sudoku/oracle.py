@@ -1,4 +1,13 @@
-"""``SudokuOracle``: writes the solution's digits into the empty cells (privileged: it reads it)."""
+"""``SudokuOracle``: writes the solution's digits into the empty cells (privileged: it reads it).
+
+Example:
+    >>> import rollenv
+    >>> from rollenv.policies import oracle_for
+    >>> env = rollenv.make("Sudoku4x4-v0")
+    >>> obs, info = env.reset(options={"puzzle": "1.34 3412 21.3 432."})
+    >>> oracle_for(env).act(obs, info)
+    '<answer>1 2 2 || 3 3 4 || 4 4 1</answer>'
+"""
 
 from __future__ import annotations
 
