@@ -72,7 +72,7 @@ class RemoteEnv(gym.Env[str, str]):
     Args:
         base_url: the server, e.g. ``"http://127.0.0.1:8000"``.
         env_id: the id to make there, as ``rollenv.make`` takes it.
-        timeout: seconds to wait for each reply.
+        request_timeout: seconds to wait for each reply of the server.
         **kwargs: ``rollenv.make``'s keyword arguments, as JSON values.
 
     Raises:
@@ -83,7 +83,7 @@ class RemoteEnv(gym.Env[str, str]):
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
 
-    def __init__(self, base_url: str, env_id: str, *, timeout: float = 60.0, **kwargs: Any):
+    def __init__(self, base_url: str, env_id: str, *, request_timeout: float = 60.0, **kwargs: Any):
         self.base_url = base_url.rstrip("/")
         self.env_id = env_id
         self.kwargs = kwargs
@@ -93,7 +93,9 @@ class RemoteEnv(gym.Env[str, str]):
         # TCP_NODELAY: a request's headers and body must not wait for a delayed ACK
         no_delay = (socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         transport = httpx.HTTPTransport(socket_options=[no_delay])
-        self._client = httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport)
+        self._client = httpx.Client(
+            base_url=self.base_url, timeout=request_timeout, transport=transport
+        )
         self._last_observation = ""
         self.session_id: str | None = None
         try:

@@ -95,7 +95,8 @@ def build_app(
     async def reap_forever() -> None:
         while True:
             await asyncio.sleep(interval)
-            await run(store.reap_idle)
+            with contextlib.suppress(Exception):  # one failed sweep must not end the sweeping
+                await run(store.reap_idle)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -252,7 +253,8 @@ def build_app(
             pass
         finally:
             if session_id is not None:
-                with contextlib.suppress(ServerError):
+                # already gone, or the server is stopping (its threads are shut down)
+                with contextlib.suppress(ServerError, RuntimeError):
                     await run(store.close, session_id)
 
     return app

@@ -18,9 +18,9 @@ from tests.rollenv.server.exploding_env import (
 )
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def test_envs() -> Iterator[None]:
-    """Registers the test-only ids for the session, and removes them after."""
+    """Registers the test-only ids for one test module, and removes them after."""
     rollenv.register(EXPLODING_ID, ExplodingEnv, max_episode_steps=20)
     rollenv.registration.register_unavailable(UNAVAILABLE_ID, UNAVAILABLE_REASON)
     yield
@@ -29,9 +29,9 @@ def test_envs() -> Iterator[None]:
     rollenv.registry._unavailable.pop(UNAVAILABLE_ID, None)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def server_url(test_envs: None) -> Iterator[str]:
-    """One server for the whole session: 64 sessions at most, idle ones closed after 60 s."""
+    """A server for one test module: 64 sessions at most, idle ones closed after 60 s."""
     with serve_in_thread(build_app(SessionStore(max_sessions=64, idle_timeout=60))) as url:
         yield url
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import time
+import warnings
 
 import httpx
 import pytest
+from gymnasium.utils.env_checker import check_env
 
 import rollenv
 from rollenv import RemoteEnv
@@ -55,7 +57,7 @@ def test_errors_are_the_local_ones(server_url: str) -> None:
         RemoteEnv(server_url, "Sokoban-v0", num_boxs=2)
     assert refused.value.code == "BAD_ENV_KWARGS" and "num_boxes" in str(refused.value)
     with pytest.raises(RemoteEnvError) as unreachable:
-        RemoteEnv("http://127.0.0.1:9", "Sokoban-v0", timeout=5)
+        RemoteEnv("http://127.0.0.1:9", "Sokoban-v0", request_timeout=5)
     assert unreachable.value.code == "UNREACHABLE"
 
 
@@ -72,3 +74,23 @@ def test_a_reset_reopens_a_session_the_server_expired(small_server) -> None:
         assert gone.value.code == "SESSION_EXPIRED"
         assert remote.reset(seed=2) == first
         assert remote.session_id != expired
+
+
+def test_a_remote_env_registers_like_any_env(server_url: str) -> None:
+    """Registered under an id, ``rollenv.make`` builds it (as the trainer's env managers do)
+    and Gymnasium's checker passes it without a warning."""
+    rollenv.register(
+        "ServerTestRemoteSokoban-v0",
+        "rollenv.remote:RemoteEnv",
+        kwargs={"base_url": server_url, "env_id": "Sokoban-v0"},
+        max_episode_steps=10,
+    )
+    try:
+        env = rollenv.make("ServerTestRemoteSokoban-v0")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            check_env(env.unwrapped)
+        assert env.reset(seed=1)[0] == rollenv.make("Sokoban-v0").reset(seed=1)[0]
+        env.close()
+    finally:
+        rollenv.registry._remove("ServerTestRemoteSokoban-v0")  # no public removal
