@@ -4,7 +4,8 @@ Ids:
     ``MCPTools-v0``: one to three calls (files, lookup tables, a calculator), then an answer.
     ``MCPToolsHard-v0``: only the questions that take two or three calls.
 
-Needs the ``mcp`` SDK (``pip install mcp``); each env starts its own server process on its
+Needs the ``mcp`` SDK (``pip install 'rollenv[mcp]'``; without it the ids are listed by
+``roll-agent envs --unavailable``); each env starts its own server process on its
 first reset and stops it in ``close()``.
 """
 
@@ -29,9 +30,16 @@ VARIANTS: dict[str, tuple[str, int, dict]] = {
 def register() -> None:
     """Registers the MCP tool ids with rollenv (the ``rollenv.envs`` entry point)."""
     # imported here: rollenv imports the entry points while it is itself being imported
+    import importlib.util
+
     import rollenv
 
+    missing = importlib.util.find_spec("mcp") is None
     for env_id, (description, max_turns, kwargs) in VARIANTS.items():
+        if missing:
+            reason = "needs the MCP SDK: pip install 'rollenv[mcp]'"
+            rollenv.register_unavailable(env_id, reason, description=description)
+            continue
         rollenv.register(
             env_id, ENTRY_POINT, max_episode_steps=max_turns, kwargs=kwargs, description=description
         )
