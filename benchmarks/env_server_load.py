@@ -3,13 +3,17 @@
 What is measured:
 
 * **over HTTP**: ``roll-agent serve-env`` is started as a subprocess on 127.0.0.1 (a free port).
-  ``--sessions`` clients (asyncio tasks sharing one ``httpx.AsyncClient`` with keep-alive, one
-  connection each) each open a session on ``--env`` and play episodes for ``--seconds``: reset
-  with the next seed, then replies drawn by ``rollenv.policies.RandomPolicy`` (seeded by the
-  episode's seed) until the episode ends. Every ``POST /step`` is timed from send to parsed
-  reply; resets are not counted as steps. An error is any reply other than 200 or any
-  exception (a timeout, a dropped connection). steps/s is the steps of all sessions divided by
-  the wall time.
+  ``--sessions`` clients (asyncio tasks, one keep-alive connection each) each open a session on
+  ``--env`` and play episodes for ``--seconds``: reset with the next seed, then replies drawn by
+  ``rollenv.policies.RandomPolicy`` (seeded by the episode's seed) until the episode ends.
+  Every ``POST /step`` is timed from send to parsed reply; resets are not counted as steps. An
+  error is any reply other than 200 or any exception (a timeout, a dropped connection). steps/s
+  is the steps of all sessions divided by the wall time.
+
+  The clients speak HTTP/1.1 through :class:`KeepAliveConnection`, a few lines over asyncio's
+  streams (``--client raw``, the default), because the clients share the machine with the
+  server: ``httpx.AsyncClient`` (``--client httpx``) spent about 3 ms of CPU per request here,
+  three times the server's, so it measured mostly itself.
 * **in process**: the same episodes (the same seeds and replies) are then stepped on a local env
   in this process, one after the other, each ``env.step`` timed on its own; steps/s is the steps
   divided by the summed step times. Each local step's observation, reward and flags are checked
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import re
 import socket
@@ -74,6 +79,57 @@ class SessionLoad:
     errors: list[str] = field(default_factory=list)
 
 
+class KeepAliveConnection:
+    """One HTTP/1.1 keep-alive connection that sends JSON requests and reads JSON replies with
+    a Content-Length (all the env server sends)."""
+
+    def __init__(self, url: str) -> None:
+        host, port = url.removeprefix("http://").split(":")
+        self.host, self.port = host, int(port)
+        self._streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+
+    async def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        if self._streams is None:
+            self._streams = await asyncio.open_connection(self.host, self.port)
+            self._streams[1].get_extra_info("socket").setsockopt(
+                socket.IPPROTO_TCP, socket.TCP_NODELAY, 1
+            )
+        reader, writer = self._streams
+        payload = b"" if body is None else json.dumps(body).encode()
+        writer.write(
+            f"{method} {path} HTTP/1.1\r\nHost: {self.host}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n".encode()
+            + payload
+        )
+        status_line = await reader.readline()
+        if not status_line:
+            raise ConnectionError("the server closed the connection")
+        length = 0
+        while (line := await reader.readline()) not in (b"\r\n", b""):
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        return int(status_line.split()[1]), json.loads(await reader.readexactly(length))
+
+    async def close(self) -> None:
+        if self._streams is not None:
+            self._streams[1].close()
+
+
+class HttpxConnection:
+    """The same requests through a shared ``httpx.AsyncClient`` (``--client httpx``)."""
+
+    def __init__(self, client: httpx.AsyncClient) -> None:
+        self._client = client
+
+    async def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        response = await self._client.request(method, path, json=body)
+        return response.status_code, response.json()
+
+    async def close(self) -> None:
+        pass
+
+
 def start_server(sessions: int, workers: int) -> tuple[subprocess.Popen[str], str]:
     """``roll-agent serve-env`` on a free port of 127.0.0.1; returns it and its base URL."""
     command = [sys.executable, "-m", "trainer.cli", "serve-env", "--port", "0"]
@@ -88,7 +144,7 @@ def start_server(sessions: int, workers: int) -> tuple[subprocess.Popen[str], st
 
 
 async def play_session(
-    client: httpx.AsyncClient, env_id: str, index: int, deadline: float
+    connection: KeepAliveConnection | HttpxConnection, env_id: str, index: int, deadline: float
 ) -> SessionLoad:
     """One client: episodes of random valid replies until ``deadline`` (perf_counter)."""
     load = SessionLoad()
@@ -100,12 +156,11 @@ async def play_session(
             body: dict[str, Any] = {"seed": seed}
             body.update({"session_id": session_id} if session_id else {"env_id": env_id})
             started = time.perf_counter()
-            response = await client.post("/reset", json=body)
+            status, reply = await connection.request("POST", "/reset", body)
             load.reset_seconds.append(time.perf_counter() - started)
-            if response.status_code != 200:
-                load.errors.append(f"reset {response.status_code}: {response.text[:200]}")
+            if status != 200:
+                load.errors.append(f"reset {status}: {reply}")
                 return load
-            reply = response.json()
             session_id = reply["session_id"]
             episode = Episode(seed)
             load.episodes.append(episode)
@@ -113,14 +168,13 @@ async def play_session(
             while not reply["done"] and time.perf_counter() < deadline:
                 action = policy.act(reply["observation"]["text"], reply["observation"]["info"])
                 started = time.perf_counter()
-                response = await client.post(
-                    "/step", json={"session_id": session_id, "action": action}
+                status, reply = await connection.request(
+                    "POST", "/step", {"session_id": session_id, "action": action}
                 )
                 load.step_seconds.append(time.perf_counter() - started)
-                if response.status_code != 200:
-                    load.errors.append(f"step {response.status_code}: {response.text[:200]}")
+                if status != 200:
+                    load.errors.append(f"step {status}: {reply}")
                     break
-                reply = response.json()
                 episode.replies.append(action)
                 episode.outcomes.append(
                     (
@@ -131,24 +185,34 @@ async def play_session(
                     )
                 )
             seed += 1
-    except httpx.HTTPError as error:
+        if session_id is not None:
+            await connection.request("DELETE", f"/sessions/{session_id}")
+    except (OSError, ValueError, asyncio.IncompleteReadError, httpx.HTTPError) as error:
         load.errors.append(f"{type(error).__name__}: {error}")
     finally:
-        if session_id is not None:
-            await client.delete(f"/sessions/{session_id}")
+        await connection.close()
     return load
 
 
-async def load_server(url: str, env_id: str, sessions: int, seconds: float) -> list[SessionLoad]:
-    """``sessions`` clients at once for ``seconds``."""
+async def load_server(
+    url: str, env_id: str, sessions: int, seconds: float, client: str = "raw"
+) -> list[SessionLoad]:
+    """``sessions`` clients at once for ``seconds``, through ``client`` (raw or httpx)."""
     no_delay = (socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     transport = httpx.AsyncHTTPTransport(
         socket_options=[no_delay],
         limits=httpx.Limits(max_connections=sessions, max_keepalive_connections=sessions),
     )
-    async with httpx.AsyncClient(base_url=url, timeout=60, transport=transport) as client:
+    async with httpx.AsyncClient(base_url=url, timeout=60, transport=transport) as shared:
+        connections = [
+            KeepAliveConnection(url) if client == "raw" else HttpxConnection(shared)
+            for _ in range(sessions)
+        ]
         deadline = time.perf_counter() + seconds
-        tasks = [play_session(client, env_id, index, deadline) for index in range(sessions)]
+        tasks = [
+            play_session(connection, env_id, index, deadline)
+            for index, connection in enumerate(connections)
+        ]
         return await asyncio.gather(*tasks)
 
 
@@ -169,6 +233,15 @@ def replay_locally(env_id: str, loads: list[SessionLoad]) -> tuple[list[float], 
     return step_seconds, mismatches
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of process ``pid`` so far (Linux's /proc; else ``None``)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def percentile(values: list[float], fraction: float) -> float:
     """The ``fraction`` quantile of ``values`` (nearest rank)."""
     ordered = sorted(values)
@@ -181,6 +254,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sessions", type=int, default=64, help="sessions at once (64)")
     parser.add_argument("--seconds", type=float, default=60.0, help="how long to load (60)")
     parser.add_argument("--workers", type=int, default=8, help="the server's env threads (8)")
+    parser.add_argument(
+        "--client",
+        choices=["raw", "httpx"],
+        default="raw",
+        help="the clients' HTTP: raw asyncio streams (default) or httpx.AsyncClient",
+    )
     add_common_arguments(
         parser, default_json=RESULTS_DIR / "env_server_load.json", quick="16 sessions for 5 s"
     )
@@ -189,9 +268,11 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()
     server, url = start_server(args.sessions, args.workers)
     try:
+        server_cpu_before, client_cpu_before = cpu_seconds(server.pid), time.process_time()
         started = time.perf_counter()
-        loads = asyncio.run(load_server(url, args.env, args.sessions, args.seconds))
+        loads = asyncio.run(load_server(url, args.env, args.sessions, args.seconds, args.client))
         wall = time.perf_counter() - started
+        server_cpu_after, client_cpu = cpu_seconds(server.pid), time.process_time()
     finally:
         server.terminate()
         server.wait(timeout=60)
@@ -203,12 +284,19 @@ def main(argv: list[str] | None = None) -> int:
     errors = [error for load in loads for error in load.errors]
     episodes = sum(len(load.episodes) for load in loads)
     remote_rate = len(step_seconds) / wall
+    requests = len(step_seconds) + len(reset_seconds)
+    server_cpu = (
+        None
+        if server_cpu_before is None or server_cpu_after is None
+        else server_cpu_after - server_cpu_before
+    )
     local_rate = len(local_seconds) / sum(local_seconds) if local_seconds else float("nan")
     figures = {
         "env_id": args.env,
         "sessions": args.sessions,
         "seconds": args.seconds,
         "server_workers": args.workers,
+        "client": args.client,
         "wall_seconds": wall,
         "http": {
             "steps": len(step_seconds),
@@ -219,6 +307,9 @@ def main(argv: list[str] | None = None) -> int:
             "step_p50_ms": 1000 * statistics.median(step_seconds),
             "step_p99_ms": 1000 * percentile(step_seconds, 0.99),
             "reset_p50_ms": 1000 * statistics.median(reset_seconds),
+            # CPU per request (steps and resets) of the server process and of the clients
+            "server_cpu_ms_per_request": server_cpu and 1000 * server_cpu / requests,
+            "client_cpu_ms_per_request": 1000 * (client_cpu - client_cpu_before) / requests,
         },
         "local": {
             "steps": len(local_seconds),
