@@ -164,7 +164,10 @@ def transition_reply(transition: Transition) -> dict[str, Any]:
         "done": transition.done,
         "terminated": transition.terminated,
         "truncated": transition.truncated,
-        **state,
+        "session_id": state.get("session_id"),
+        "env_id": state.get("env_id"),
+        "episode_id": state.get("episode_id"),
+        "step_count": state.get("step_count"),
     }
 
 
