@@ -398,6 +398,13 @@ def make_env(env_id: str, kwargs: dict[str, Any]) -> gym.Env:
             reason=str(error),
         ) from None
     except (TypeError, ValueError) as error:
+        if not kwargs:  # no kwargs of the client's: the env itself failed to build
+            raise ServerError(
+                500,
+                ErrorCode.ENV_FAILED,
+                f"making {env_id} raised {type(error).__name__}: {error}",
+                env_id=env_id,
+            ) from error
         allowed = allowed_kwargs(env_id)
         raise ServerError(
             422,

@@ -11,10 +11,12 @@ from rollenv.server import SessionStore
 from rollenv.server.http_app import build_app
 from rollenv.server.serving import serve_in_thread
 from tests.rollenv.server.exploding_env import (
+    BROKEN_ID,
     EXPLODING_ID,
     UNAVAILABLE_ID,
     UNAVAILABLE_REASON,
     ExplodingEnv,
+    broken_env,
 )
 
 
@@ -22,10 +24,12 @@ from tests.rollenv.server.exploding_env import (
 def test_envs() -> Iterator[None]:
     """Registers the test-only ids for one test module, and removes them after."""
     rollenv.register(EXPLODING_ID, ExplodingEnv, max_episode_steps=20)
+    rollenv.register(BROKEN_ID, broken_env)
     rollenv.registration.register_unavailable(UNAVAILABLE_ID, UNAVAILABLE_REASON)
     yield
     # the registry has no public removal: other tests that list every id must not see these
     rollenv.registry._remove(EXPLODING_ID)
+    rollenv.registry._remove(BROKEN_ID)
     rollenv.registry._unavailable.pop(UNAVAILABLE_ID, None)
 
 

@@ -42,3 +42,12 @@ class ExplodingEnv(TextEnv):
 
     def _solved(self) -> bool:
         return self.count >= 5
+
+
+#: A registered env whose constructor fails (a bug, not the client's kwargs).
+BROKEN_ID = "ServerTestBroken-v0"
+
+
+def broken_env(**kwargs: Any) -> TextEnv:
+    """An entry point that raises instead of building an env."""
+    raise RuntimeError("the level file is corrupt")

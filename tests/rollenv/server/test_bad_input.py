@@ -7,7 +7,12 @@ import time
 import httpx
 import pytest
 
-from tests.rollenv.server.exploding_env import EXPLODING_ID, UNAVAILABLE_ID, UNAVAILABLE_REASON
+from tests.rollenv.server.exploding_env import (
+    BROKEN_ID,
+    EXPLODING_ID,
+    UNAVAILABLE_ID,
+    UNAVAILABLE_REASON,
+)
 
 
 @pytest.fixture
@@ -100,6 +105,12 @@ def test_an_env_that_raises_costs_only_its_session(client: httpx.Client) -> None
     assert "RuntimeError" in error["message"] and "the counter exploded" in error["message"]
     _error(client.post("/step", json=body), 404, "UNKNOWN_SESSION")  # dropped
     assert client.get("/health").json()["status"] == "healthy"
+    _still_serving(client)
+
+
+def test_an_env_that_cannot_be_made_is_500_with_its_error(client: httpx.Client) -> None:
+    error = _error(client.post("/reset", json={"env_id": BROKEN_ID}), 500, "ENV_FAILED")
+    assert "RuntimeError: the level file is corrupt" in error["message"]
     _still_serving(client)
 
 
