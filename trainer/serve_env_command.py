@@ -81,7 +81,7 @@ def run_serve_env(args: argparse.Namespace) -> int:
         # stdout is the MCP transport: the greeting goes to stderr
         count = len(rollenv.registry)
         print(f"Serving {count} rollenv environments as MCP tools on stdio", file=sys.stderr)
-        serve_mcp_stdio(store)
+        serve_mcp_stdio(store, default_env)
         return 0
     require_extra("fastapi", "serve")
     require_extra("uvicorn", "serve")

@@ -47,8 +47,9 @@ _INSTRUCTIONS = (
 )
 
 
-def build_mcp_server(store: SessionStore) -> MCPServer:
-    """An ``MCPServer`` whose tools play ``store``'s sessions (see the module docstring)."""
+def build_mcp_server(store: SessionStore, default_env_id: str | None = None) -> MCPServer:
+    """An ``MCPServer`` whose tools play ``store``'s sessions (see the module docstring);
+    ``default_env_id`` is the env of a reset that names none."""
     # warnings only: the SDK logs every failed tool call (a client's typo) at INFO on stderr
     server: MCPServer = MCPServer(name="rollenv", instructions=_INSTRUCTIONS, log_level="WARNING")
 
@@ -78,7 +79,14 @@ def build_mcp_server(store: SessionStore) -> MCPServer:
         if seed is not None and seed < 0:
             raise ToolError(f"{ErrorCode.BAD_REQUEST}: seed must be 0 or more, got {seed}")
         with _as_tool_error():
-            transition = store.start_episode(session_id, env_id, kwargs, seed=seed, options=options)
+            transition = store.start_episode(
+                session_id,
+                env_id,
+                kwargs,
+                seed=seed,
+                options=options,
+                default_env_id=default_env_id,
+            )
         return transition_reply(transition)
 
     @server.tool(description="Play one reply (your whole answer text) in a session's episode.")
@@ -109,10 +117,10 @@ def build_mcp_server(store: SessionStore) -> MCPServer:
     return server
 
 
-def serve_mcp_stdio(store: SessionStore) -> None:
+def serve_mcp_stdio(store: SessionStore, default_env_id: str | None = None) -> None:
     """Serves the MCP tools over this process's stdin and stdout until the client leaves."""
     try:
-        build_mcp_server(store).run("stdio")
+        build_mcp_server(store, default_env_id).run("stdio")
     finally:
         store.close_all()
 

@@ -297,8 +297,9 @@ class SessionStore:
                 raise ServerError(
                     422,
                     ErrorCode.BAD_REQUEST,
-                    "bad request: env_id: required to open a session (GET /envs lists the ids; "
-                    "or start the server with a default env: roll-agent serve-env --env ID)",
+                    "bad request: env_id: required to open a session (GET /envs or the "
+                    "list_envs tool lists the ids; or start the server with a default env: "
+                    "roll-agent serve-env --env ID)",
                     problems=["env_id"],
                 )
             self.reap_idle()
