@@ -120,11 +120,11 @@ def test_seeds_draw_secrets_from_the_pool_and_repeat():
 
 
 def test_four_letter_games_take_four_letter_words():
-    env = rollenv.make("Wordle4-v0")
+    env = WordleEnv(word_length=4)
     env.reset(seed=3)
     assert env.step("<answer>cane</answer>")[4]["metrics"]["action_is_valid"] is True
     assert env.step("<answer>crane</answer>")[4]["metrics"]["action_is_valid"] is False
-    assert "4-letter" in env.unwrapped.instruction
+    assert "4-letter" in env.instruction
 
 
 def test_the_hard_pool_draws_rarer_secrets():
