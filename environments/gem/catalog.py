@@ -21,7 +21,8 @@ What does not run offline, as of gem-llm 0.1.0 with reasoning-gym 0.1.25:
 * Wordle, Hangman and WordSearch read nltk's ``words`` corpus, a download: they are registered
   when the corpus is installed (``python -m nltk.downloader words``), unavailable otherwise;
 * ``game:FifteenPuzzle-v0-random`` and ``game:Crosswords-v0-random`` fail in GEM's own
-  constructors, and ``rg:composite`` needs a list of datasets that GEM does not give it.
+  constructors, and ``rg:composite`` needs a list of datasets that GEM does not give it;
+* four reasoning-gym tasks run but their reward is gameable (``GAMEABLE_TASKS``): not offered.
 
 Example:
     >>> env_id_for("game:Sudoku-v0-easy"), env_id_for("rg:basic_arithmetic")
@@ -88,15 +89,29 @@ GAMES: dict[str, GameRules] = {
     "WordSearch": GameRules(("0 0 0 4", "1 1 5 1", "2 0 2 3")),
 }
 
-#: reasoning-gym tasks whose entries carry no reference answer (``entry["answer"] is None``:
-#: ``score_answer`` checks a reply by playing it), so no oracle replies one; found by playing the
-#: gold-answer oracle on every task (tests/environments/gem_envs/test_oracle.py)
+#: reasoning-gym tasks with no oracle: most carry no reference answer (``entry["answer"] is
+#: None``: ``score_answer`` checks a reply by playing it); found by playing the gold-answer oracle
+#: on every task (tests/environments/gem_envs/test_oracle.py)
 TASKS_WITHOUT_GOLD: dict[str, str] = {
-    "boxnet": "plans are checked by simulating them",
-    "graph_color": "any proper colouring is accepted",
-    "propositional_logic": "any valid conclusion is accepted",
-    "rubiks_cube": "move sequences are checked by applying them",
-    "rush_hour": "move sequences are checked by playing them",
+    "boxnet": "no reference answer: plans are checked by simulating them",
+    "graph_color": "no reference answer: any proper colouring is accepted",
+    "propositional_logic": "no reference answer: any valid conclusion is accepted",
+    "rubiks_cube": "no reference answer: move sequences are checked by applying them",
+    "rush_hour": "no reference answer: move sequences are checked by playing them",
+    "codeio": "some answers hold an unbalanced brace, which GEM's \\boxed{} extraction cuts "
+    "(4 of 200 seeds)",
+}
+
+_GAMEABLE = "reasoning-gym 0.1.25's score_answer pays replies that ignore the task "
+#: tasks whose reward rollenv.check_reward finds gameable (12 seeds): not offered
+GAMEABLE_TASKS: dict[str, str] = {
+    "game_of_life_halting": _GAMEABLE + "(any non-empty answer scores 1: it compares "
+    "bool(answer) with bool(reference))",
+    "figlet_font": _GAMEABLE + "(the question copied back, or padding, scores 5% of the "
+    "oracle's return)",
+    "rotate_matrix": _GAMEABLE + "(the question copied back scores 8% of the oracle's return)",
+    "sentence_reordering": _GAMEABLE + "(the question copied back, or padding, scores 5% of "
+    "the oracle's return)",
 }
 
 Kind = Literal["game", "task", "dataset"]
@@ -163,6 +178,7 @@ def _game(
 def _task(gem_id: str, env_id: str, unavailable: str = "") -> GemEntry:
     name = gem_id.partition(":")[2]
     description = f"reasoning-gym's {name} through GEM, one answer"
+    unavailable = unavailable or GAMEABLE_TASKS.get(name, "")
     return GemEntry(gem_id, env_id, "task", name, description, 1, unavailable)
 
 

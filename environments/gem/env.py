@@ -32,8 +32,10 @@ from __future__ import annotations
 
 import copy
 import difflib
+import gc
 import random
 import re
+import warnings
 from typing import Any, ClassVar
 
 from environments.gem.catalog import BY_GEM_ID, GemEntry
@@ -79,8 +81,12 @@ def _new_gem_env(entry: GemEntry, guard: GlobalRandomGuard) -> Any:
     prototype = _PROTOTYPES.get(entry.gem_id)
     if prototype is None:
         registration = import_gem()
-        with guard.reseeding():  # GEM's constructors play an unseeded reset
+        # GEM's constructors play an unseeded reset; reasoning-gym's arc_agi leaves a data file
+        # for the garbage collector to close (a ResourceWarning that is none of the caller's)
+        with guard.reseeding(), warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
             prototype = registration.make(entry.gem_id)
+            gc.collect()
         _PROTOTYPES[entry.gem_id] = prototype
     # a task's dataset is read-only and may be large: shared; a game's state is copied
     return copy.copy(prototype) if entry.kind == "task" else copy.deepcopy(prototype)

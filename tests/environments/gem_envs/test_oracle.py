@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import rollenv
-from environments.gem.catalog import TASKS_WITHOUT_GOLD
+from environments.gem.catalog import GAMEABLE_TASKS, TASKS_WITHOUT_GOLD
 from environments.gem.env import GemEnv, GemReasoningEnv
 from rollenv.policies import has_oracle, oracle_for, run_episode, text_env_of
 
@@ -31,7 +31,8 @@ def test_tasks_without_a_reference_answer_have_no_oracle(name):
     env = rollenv.make(entry.env_id)
     env.reset(seed=0)
     assert type(text_env_of(env)) is GemEnv
-    assert text_env_of(env)._gem.data["answer"] is None
+    if TASKS_WITHOUT_GOLD[name].startswith("no reference answer"):
+        assert text_env_of(env)._gem.data["answer"] is None
 
 
 def test_games_have_no_oracle():
@@ -47,3 +48,11 @@ def test_no_task_ignoring_reply_earns_reward(env_id):
     assert report.passed, report.table()
     assert report.oracle.success_rate == 1.0
     assert isinstance(text_env_of(rollenv.make(env_id)), GemReasoningEnv)
+
+
+@pytest.mark.parametrize("name", sorted(GAMEABLE_TASKS))
+def test_the_tasks_left_out_for_a_gameable_reward_are_gameable(name):
+    env = GemReasoningEnv(f"rg:{name}")
+    with pytest.raises(rollenv.GameableRewardError, match="observation copied|padding|random"):
+        rollenv.check_reward(env, seeds=range(12))
+    assert f"gem/{name}" not in {i.lower() for i in rollenv.registry}
