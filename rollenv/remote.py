@@ -40,9 +40,9 @@ from rollenv.text_env import text_space
 
 try:
     import httpx
-except ImportError as error:  # pragma: no cover - httpx comes with the [serve] extra
+except ImportError as error:  # pragma: no cover - httpx comes with the [envserver] extra
     raise ImportError(
-        f"rollenv.RemoteEnv needs httpx ({error}); install it: pip install 'rollenv[serve]'"
+        f"rollenv.RemoteEnv needs httpx ({error}); install it: pip install 'rollenv[envserver]'"
     ) from None
 
 __all__ = ["RemoteEnv", "RemoteEnvError"]

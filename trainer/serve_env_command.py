@@ -18,7 +18,7 @@ import argparse
 import sys
 
 from trainer.cli_arguments import UsageError, non_negative_int, positive_int
-from trainer.extras import INSTALL_COMMANDS, require_extra
+from trainer.extras import require_extra
 
 __all__ = ["add_serve_env_command", "run_serve_env"]
 
@@ -32,7 +32,7 @@ def add_serve_env_command(commands: argparse._SubParsersAction) -> None:
         "OpenEnv's protocol (POST /reset with an env_id, POST /step, GET /state, /ws; "
         "openenv-core's client and rollenv.RemoteEnv play them), or with --mcp as MCP tools "
         "(list_envs, reset, step, instruction, close) over stdin/stdout. "
-        f"Needs the [serve] extra: {INSTALL_COMMANDS['serve']}",
+        "Needs the [envserver] extra: pip install 'rollenv[envserver]'",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
     parser.add_argument(
@@ -75,7 +75,7 @@ def run_serve_env(args: argparse.Namespace) -> int:
         except rollenv.UnknownEnvError as error:
             raise UsageError(str(error)) from None
     if args.mcp:
-        require_extra("mcp", "serve")
+        require_extra("mcp", "envserver")
         from rollenv.server.mcp_server import serve_mcp_stdio
 
         # stdout is the MCP transport: the greeting goes to stderr
@@ -83,8 +83,8 @@ def run_serve_env(args: argparse.Namespace) -> int:
         print(f"Serving {count} rollenv environments as MCP tools on stdio", file=sys.stderr)
         serve_mcp_stdio(store, default_env)
         return 0
-    require_extra("fastapi", "serve")
-    require_extra("uvicorn", "serve")
+    require_extra("fastapi", "envserver")
+    require_extra("uvicorn", "envserver")
     from rollenv.server.http_app import build_app
     from rollenv.server.serving import listening_socket, serve_forever
 
