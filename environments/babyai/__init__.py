@@ -41,9 +41,16 @@ def register() -> None:
     """Registers every BabyAI id with rollenv (the ``rollenv.envs`` entry point)."""
     # imported here: a submodule imported before rollenv (environments.code.data) imports
     # rollenv, which calls this while the package is still being imported
+    import importlib.util
+
     import rollenv
 
+    missing = importlib.util.find_spec("minigrid") is None
     for env_id, (description, max_turns, kwargs) in VARIANTS.items():
+        if missing:
+            reason = "needs MiniGrid: pip install 'rollenv[babyai]'"
+            rollenv.register_unavailable(env_id, reason, description=description)
+            continue
         rollenv.register(
             env_id, ENTRY_POINT, max_episode_steps=max_turns, kwargs=kwargs, description=description
         )

@@ -29,9 +29,16 @@ def register() -> None:
     """Registers every Wordle id with rollenv (the ``rollenv.envs`` entry point)."""
     # imported here: a submodule imported before rollenv (environments.code.data) imports
     # rollenv, which calls this while the package is still being imported
+    import importlib.util
+
     import rollenv
 
+    missing = importlib.util.find_spec("english_words") is None
     for env_id, (description, kwargs) in VARIANTS.items():
+        if missing:
+            reason = "needs the english-words word lists: pip install 'rollenv[wordle]'"
+            rollenv.register_unavailable(env_id, reason, description=description)
+            continue
         rollenv.register(
             env_id, ENTRY_POINT, max_episode_steps=MAX_TURNS, kwargs=kwargs, description=description
         )
