@@ -245,7 +245,8 @@ class EnvRegistry(Mapping[str, EnvSpec]):
             return by_lower[wanted]
         same_name = [s for s in self._specs.values() if s.name.lower() == wanted]
         if same_name:
-            return max(same_name, key=lambda s: s.version or 0)
+            # a short name means our own family before an adapted one (gem/Sokoban-v0)
+            return max(same_name, key=lambda s: (parse_env_id(s.id)[0] is None, s.version or 0))
         unavailable = {key.lower(): entry for key, entry in self._unavailable.items()}
         if wanted in unavailable:
             entry = unavailable[wanted]

@@ -17,7 +17,9 @@ from __future__ import annotations
 from environments.gem.catalog import CATALOG, NEEDS_NLTK_WORDS, GemEntry
 from environments.gem.runtime import gem_installed, nltk_corpus_installed
 
-INSTALL_HINT = "pip install 'rollenv[gem]'"
+# gem-llm 0.1.0 pins reasoning-gym==0.1.23 and nltk==3.9.1: installed with its dependencies it
+# would downgrade them for every family; [gem] brings what it needs, gem-llm comes without pins
+INSTALL_HINT = "pip install 'rollenv[gem]' && pip install --no-deps gem-llm==0.1.0"
 GAME_ENTRY_POINT = "environments.gem.env:GemEnv"
 TASK_ENTRY_POINT = "environments.gem.env:GemReasoningEnv"
 

@@ -39,7 +39,7 @@ from typing import Literal
 
 NEEDS_NLTK_WORDS = (
     "needs nltk's 'words' corpus, a download: python -m nltk.downloader words "
-    "(and pip install 'rollenv[gem]')"
+    "(and pip install 'rollenv[gem]' && pip install --no-deps gem-llm==0.1.0)"
 )
 BUG_FIFTEEN_RANDOM = (
     "GEM 0.1.0 bug: FifteenPuzzleEnv(num_rows=None) computes None ** 2 in its constructor "

@@ -39,6 +39,13 @@ SOLVABLE_IDS = [
     and i not in ORACLE_ELSEWHERE
     and text_env_of(rollenv.make(i)).deterministic  # slippery ice is set per instance
 ]
+# games with few starts by design: GEM's Tower of Hanoi puts every disk on peg A (its random
+# variant draws only the number of disks)
+FEW_STARTS_IDS = {
+    "gem/TowerofHanoiEasy-v0",
+    "gem/TowerofHanoiHard-v0",
+    "gem/TowerofHanoiRandom-v0",
+}
 # ids whose every step drives a real browser: fewer fuzzing examples (each builds a new env)
 BROWSER_IDS = [i for i in ALL_IDS if "HTML" in i]
 # every id whose family has an oracle: the reward check compares task-ignoring replies with it
@@ -76,7 +83,7 @@ def test_check_env_passes_without_warnings(env_id):
 def test_gymnasium_make_builds_the_same_env(env_id):
     import gymnasium
 
-    ours, theirs = rollenv.make(env_id), gymnasium.make(f"rollenv/{env_id}")
+    ours, theirs = rollenv.make(env_id), gymnasium.make(rollenv.spec(env_id).gymnasium_id)
     assert type(ours.unwrapped) is type(theirs.unwrapped)
     assert ours.reset(seed=5)[0] == theirs.reset(seed=5)[0]
 
@@ -117,6 +124,8 @@ def _trajectory(env_id: str, seed: int, steps: int = 12) -> list[tuple]:
 def test_same_seed_gives_same_puzzle_and_trajectory(env_id):
     first, second = _trajectory(env_id, seed=11), _trajectory(env_id, seed=11)
     assert first == second
+    if env_id in FEW_STARTS_IDS:
+        return
     starts = {rollenv.make(env_id).reset(seed=s)[0] for s in range(20)}
     assert len(starts) > 5, "different seeds should give different puzzles"
 

@@ -109,3 +109,11 @@ def test_a_thread_reading_the_registry_while_another_loads_plugins_waits_for_the
     loader.join()
     registry._remove(spec.id)  # out of Gymnasium's registry again
     assert seen == ["ThreadedLoad-v0"]
+
+
+def test_a_short_name_prefers_the_un_namespaced_family_over_an_adapted_one():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rollenv.register("elsewhere/Sokoban-v7", "environments.sokoban.env:SokobanEnv")
+    assert rollenv.spec("sokoban").id == "Sokoban-v0"
+    assert rollenv.spec("elsewhere/sokoban-v7").id == "elsewhere/Sokoban-v7"

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 import rollenv
+from environments.gem import INSTALL_HINT
 from environments.gem.catalog import CATALOG
 
-pytest.importorskip("gem", reason="pip install 'rollenv[gem]'")
+pytest.importorskip("gem", reason=INSTALL_HINT)
 
 # a reset (or a GEM construction) of these takes from 0.1 s to 10 s (measured here: Sokoban's
 # rooms, 9x9 Sudoku with unique solutions, reasoning-gym's search-based generators)
