@@ -98,8 +98,6 @@ TASKS_WITHOUT_GOLD: dict[str, str] = {
     "propositional_logic": "no reference answer: any valid conclusion is accepted",
     "rubiks_cube": "no reference answer: move sequences are checked by applying them",
     "rush_hour": "no reference answer: move sequences are checked by playing them",
-    "codeio": "some answers hold an unbalanced brace, which GEM's \\boxed{} extraction cuts "
-    "(4 of 200 seeds)",
 }
 
 _GAMEABLE = "reasoning-gym 0.1.25's score_answer pays replies that ignore the task "
@@ -524,7 +522,12 @@ CATALOG: tuple[GemEntry, ...] = (
     _task("rg:products", "gem/Products-v0"),
     _task("rg:time_intervals", "gem/TimeIntervals-v0"),
     _task("rg:bf", "gem/Bf-v0"),
-    _task("rg:codeio", "gem/Codeio-v0"),
+    _task(
+        "rg:codeio",
+        "gem/Codeio-v0",
+        "reasoning-gym's codeio runs its dataset's Python with exec() in this process, unsandboxed, "
+        "at every reset (here it wrote files into the working directory)",
+    ),
     _task("rg:color_cube_rotation", "gem/ColorCubeRotation-v0"),
     _task("rg:figlet_font", "gem/FigletFont-v0"),
     _task("rg:modulo_grid", "gem/ModuloGrid-v0"),

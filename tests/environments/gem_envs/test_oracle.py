@@ -26,6 +26,8 @@ def test_the_oracle_solves_every_seed(entry):
 @pytest.mark.parametrize("name", sorted(TASKS_WITHOUT_GOLD))
 def test_tasks_without_a_reference_answer_have_no_oracle(name):
     entry = next(e for e in TASKS if e.name == name)
+    if entry.env_id not in rollenv.registry:
+        pytest.skip(f"{entry.env_id} is unavailable here: {entry.unavailable}")
     spec = rollenv.spec(entry.env_id)
     assert not has_oracle(spec)
     env = rollenv.make(entry.env_id)
