@@ -1,5 +1,44 @@
-"""Placeholder: the textarena family is being written this session (issue 21)."""
+"""TextArena's games as rollenv envs: ``textarena/<Game>-v0``, the agent against pinned opponents.
+
+Every base game of TextArena 0.7.4 is listed in ``environments.textarena.games``: those that run
+offline are registered, the others are registered unavailable with the reason (an LLM judge, NLTK
+data, a newer Python, a bug in that TextArena release), so ``roll-agent envs --unavailable``
+shows them. Registering imports neither TextArena nor the env: without TextArena installed every
+game is unavailable with the command that installs it.
+
+Two- and multi-player games take ``agent_seat`` (default 0) and ``opponent`` (``"random"`` or
+``"openai:<base_url>:<model>"``). There is no oracle: TextArena ships no solvers and a game
+against an opponent has no sure win; the random policy's success is measured instead.
+
+Example:
+    >>> import rollenv
+    >>> rollenv.spec("textarena/TicTacToe-v0").kwargs
+    {'game': 'TicTacToe-v0'}
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+ENTRY_POINT = "environments.textarena.env:TextArenaEnv"
 
 
 def register() -> None:
-    """Registers nothing yet."""
+    """Registers every TextArena base game, runnable or unavailable (the ``rollenv.envs`` hook)."""
+    import rollenv
+    from environments.textarena.games import GAMES, INSTALL_HINT, unmet_requirement
+
+    installed = importlib.util.find_spec("textarena") is not None
+    for game in GAMES:
+        description = f"{game.description} ({game.players} player{'s' * (game.players > 1)})"
+        reason = unmet_requirement(game) if installed else INSTALL_HINT
+        if reason is not None:
+            rollenv.register_unavailable(game.rollenv_id, reason, description=description)
+            continue
+        rollenv.register(
+            game.rollenv_id,
+            ENTRY_POINT,
+            max_episode_steps=game.max_turns,
+            kwargs={"game": game.textarena_id},
+            description=description,
+        )

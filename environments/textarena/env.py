@@ -1,0 +1,432 @@
+"""``TextArenaEnv``: one TextArena game as a rollenv env, the agent in one seat.
+
+The reply's ``<answer>`` text is the agent's move, passed to the game as TextArena's default
+wrappers would pass it (bracketed when it has no brackets, clipped to 1000 characters in the chat
+games); any non-empty answer is an action (``free_form``), and the game judges it.
+
+Turns and outcomes, mapped from TextArena's rules:
+
+* A reply without an answer is a penalised no-op (``format_penalty``), as in every rollenv env.
+* A move the game refuses is a penalised no-op too: observation unchanged, ``format_penalty``,
+  ``action_is_valid`` False, the game's reason in ``info["illegal_move_reason"]``. TextArena
+  gives a player one retry (its ``error_allowance``): a second refused move in a row ends the
+  game as TextArena ends it (the agent loses, or is eliminated), ``terminated`` with
+  ``action_is_valid`` False.
+* The opponents (``opponent=``) then play until it is the agent's turn or the game is over.
+* Reward: 0 until the game ends, then the agent's TextArena reward clipped to [-1, 1]: 1 a win,
+  -1 a loss, 0 a draw in two- and multi-player games; single-player games give their own score
+  in [-1, 1] (1 solved; some give partial credit, a loss by refused moves is -1).
+* ``success``: a single-player game scored 1, or a game the agent won (its reward the highest,
+  above 0).
+* An exception inside TextArena ends the episode (``truncated``), with ``info["error"]``.
+
+The observation is what the agent's seat was told since its last move: the game's messages and
+the other players' moves, with only the latest board of those shown; the game's prompt is the
+instruction. It is also the anchor.
+
+Example:
+    >>> import rollenv
+    >>> env = rollenv.make("textarena/TicTacToe-v0")
+    >>> obs, info = env.reset(seed=0)
+    >>> "Available Moves" in obs
+    True
+    >>> obs, reward, terminated, truncated, info = env.step("<answer>[4]</answer>")
+    >>> info["metrics"]["action_is_valid"], terminated
+    (True, False)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import functools
+import importlib
+import pickle
+import random
+import zlib
+from collections.abc import Callable, Hashable
+from typing import Any, ClassVar
+
+from environments.textarena.games import GAMES_BY_ID, Game, unmet_requirement
+from environments.textarena.global_rng import GlobalRandomState
+from environments.textarena.moves import bracketed_tokens, candidate_moves, expand_template
+from environments.textarena.opponents import make_opponent
+from rollenv.actions import AnswerFormat
+from rollenv.text_env import TextEnv
+
+GAME_ID = -1  # TextArena's sender id of the game's own messages
+#: a reply a chat game accepts when its candidates hold no move it takes
+CHAT_REPLY = "I would like to hear your proposal first."
+#: how many accepted moves ``action_words`` looks for, and how many candidates it tries at most
+WORDS_WANTED, WORDS_TRIED = 8, 300
+#: opponent moves in one step after which the game counts as stuck
+MAX_OPPONENT_MOVES = 500
+CHAT_CHARACTERS = 1000  # TextArena's ClipCharactersActionWrapper keeps the last 1000
+
+
+class _Discard:
+    """A text stream that drops everything: TextArena's games print while they play."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+_DISCARD = _Discard()
+
+
+def _quiet() -> contextlib.ExitStack:
+    stack = contextlib.ExitStack()
+    stack.enter_context(contextlib.redirect_stdout(_DISCARD))  # type: ignore[type-var]
+    stack.enter_context(contextlib.redirect_stderr(_DISCARD))  # type: ignore[type-var]
+    return stack
+
+
+def _game_factory(game_id: str) -> tuple[Callable[[], Any], bool, bool]:
+    """Builds TextArena's env of ``game_id`` without its wrappers; whether they bracket, clip."""
+    from textarena.envs.registration import ENV_REGISTRY
+
+    spec = ENV_REGISTRY[game_id]
+    module_name, _, class_name = spec.entry_point.partition(":")
+    with _quiet():
+        game_class = getattr(importlib.import_module(module_name), class_name)
+    wrappers = {w.__name__ for w in spec.default_wrappers or []}
+    return (
+        functools.partial(game_class, **spec.kwargs),
+        "ActionFormattingWrapper" in wrappers,
+        "ClipCharactersActionWrapper" in wrappers,
+    )
+
+
+def _messages(raw: list[Any]) -> list[tuple[int, str, str]]:
+    """TextArena's messages as (sender, text, kind name); a few games file bare strings."""
+    messages = []
+    for message in raw:
+        if isinstance(message, tuple) and len(message) == 3:
+            sender, text, kind = message
+            messages.append((sender, str(text), getattr(kind, "name", str(kind))))
+        else:
+            messages.append((GAME_ID, str(message), "GAME_MESSAGE"))
+    return messages
+
+
+def _snapshot(game: Any) -> Any:
+    try:
+        return pickle.loads(pickle.dumps(game))
+    except Exception:  # some games hold closures or generators
+        return copy.deepcopy(game)
+
+
+class TextArenaEnv(TextEnv):
+    """A TextArena game with the agent in ``agent_seat`` and pinned opponents in the others.
+
+    Args:
+        game: TextArena's id of the game (``"TicTacToe-v0"``), one listed in
+            ``environments.textarena.games``.
+        agent_seat: the agent's seat, from 0 to the game's players - 1.
+        opponent: who plays the other seats: ``"random"`` or ``"openai:<base_url>:<model>"``
+            (see ``environments.textarena.opponents``).
+        answer_format, format_penalty, max_actions, render_mode: as ``TextEnv``'s.
+    """
+
+    free_form: ClassVar[bool] = True
+    # No oracle: TextArena ships no solvers, and a two-player game's outcome depends on the
+    # opponent; the random policy's success is measured instead (see the package docstring).
+    oracle: ClassVar[str | None] = None
+
+    def __init__(
+        self,
+        game: str,
+        *,
+        agent_seat: int = 0,
+        opponent: str = "random",
+        answer_format: AnswerFormat | dict[str, Any] | None = None,
+        format_penalty: float = -0.1,
+        max_actions: int | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        super().__init__(
+            answer_format=answer_format or AnswerFormat(separator=None),
+            format_penalty=format_penalty,
+            max_actions=max_actions,
+            render_mode=render_mode,
+        )
+        if game not in GAMES_BY_ID:
+            import difflib
+
+            close = difflib.get_close_matches(game, list(GAMES_BY_ID), n=3)
+            hint = f" Did you mean: {', '.join(close)}?" if close else ""
+            raise ValueError(f"unknown TextArena game {game!r}.{hint}")
+        self.game: Game = GAMES_BY_ID[game]
+        unmet = unmet_requirement(self.game)
+        if unmet is not None:
+            raise ValueError(f"TextArena game {game!r} cannot run here: {unmet}")
+        seats = range(self.game.players)
+        if not isinstance(agent_seat, int) or agent_seat not in seats:
+            raise ValueError(
+                f"agent_seat={agent_seat!r} is not a seat of {game}; allowed: "
+                + ", ".join(str(s) for s in seats)
+            )
+        self.agent_seat = agent_seat
+        self.opponent = make_opponent(opponent)
+        self._new_game, self._bracket, self._clip = _game_factory(game)
+        with _quiet():
+            self._game = self._new_game()
+        self._rng = GlobalRandomState(numpy=self.game.numpy_random)
+        self._prompts: dict[int, str] = {}
+        self._views: dict[int, list[str]] = {}
+        self._recent: dict[int, str] = {}
+        self._done = False
+        self._success = False
+        self._words: tuple[str, ...] | None = None
+        #: every (seat, move, retry) sent to TextArena this episode, refused ones included;
+        #: ``retry``: the opponent's retry count was reset before it (see _play_opponents)
+        self.moves_sent: list[tuple[int, str, bool]] = []
+        self.textarena_seed = 0
+
+    # ------------------------------------------------------------------ TextEnv's parts
+    @property
+    def instruction(self) -> str:
+        prompt = self._prompts.get(self.agent_seat, "")
+        examples = bracketed_tokens(prompt) or [
+            move for template in self.game.moves[:1] for move in expand_template(template)[:1]
+        ]
+        example = self.answer_format.wrap(examples[0]) if examples else ""
+        return (
+            f"{prompt.strip()}\n\n"
+            f"{self.answer_format.describe()} Inside it, write your move as the game asks"
+            + (f", e.g. {example}." if example else ".")
+        )
+
+    @property
+    def action_words(self) -> tuple[str, ...]:
+        """Moves the game accepts now (up to 8, tried on a copy of the game), else candidates."""
+        if self._words is None:
+            self._words = self._accepted_moves()
+        return self._words
+
+    def _new_episode(self, rng: random.Random, options: dict[str, Any] | None) -> None:
+        self.textarena_seed = rng.randrange(1 << 31)
+        self._rng.seed(self.textarena_seed)
+        self.opponent.reset(self.textarena_seed + 1)
+        self._prompts, self._views, self._recent = {}, {}, {}
+        self._done = self._success = False
+        self._words = None
+        self.moves_sent = []
+        with _quiet(), self._rng:
+            # a new game each episode: some keep state across resets (SpiteAndMalice's deck)
+            self._game = self._new_game()
+            self._game.reset(num_players=self.game.players, seed=self.textarena_seed)
+            self._play_opponents()
+            messages = self._take_messages(self.agent_seat)
+        self._last_observation = self._render(messages, self.agent_seat)
+
+    def _observation(self) -> str:
+        return self._last_observation
+
+    def _parse_action(self, text: str) -> Hashable | None:
+        return text
+
+    def _apply(self, action: Any) -> tuple[float, bool]:  # step is overridden whole
+        raise NotImplementedError
+
+    def _solved(self) -> bool:
+        return self._success
+
+    def _reset_info(self) -> dict[str, Any]:
+        return {"textarena_seed": self.textarena_seed, "agent_seat": self.agent_seat}
+
+    # ------------------------------------------------------------------ a turn
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        info: dict[str, Any] = {}
+        texts = self._parse_reply(action)
+        if self._done or texts is None:
+            return self._result(self.format_penalty, False, False, False, info)
+        self._words = None
+        self.actions_taken += 1
+        mover = "agent"
+        try:
+            with _quiet(), self._rng:
+                refused, done = self._play(self.agent_seat, str(texts[0]))
+                if refused and not done:
+                    messages = self._take_messages(self.agent_seat)
+                    info["illegal_move_reason"] = self._reason_of(messages)
+                    return self._result(self.format_penalty, False, False, False, info)
+                mover = "opponent"
+                self._play_opponents()
+                messages = self._take_messages(self.agent_seat)
+        except Exception as error:  # a game's bug must not stop training
+            self._done = True
+            info["error"] = f"TextArena's {self.game.textarena_id} raised during the {mover}'s "
+            info["error"] += f"move: {type(error).__name__}: {error}"
+            valid = mover == "opponent"
+            reward = 0.0 if valid else self.format_penalty
+            return self._result(reward, valid, valid, True, info)
+        self._last_observation = self._render(messages, self.agent_seat)
+        reward = self._final_reward() if self._done else 0.0
+        return self._result(reward, not refused, not refused, False, info)
+
+    def _result(
+        self, reward: float, valid: bool, effective: bool, error: bool, info: dict[str, Any]
+    ) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        terminated = self._done and not error
+        truncated = error or (not terminated and self._out_of_actions())
+        info["metrics"] = {
+            "success": self._success,
+            "action_is_valid": valid,
+            "action_is_effective": effective,
+        }
+        info["anchor"] = self._last_observation
+        return self._last_observation, float(reward), terminated, truncated, info
+
+    def _final_reward(self) -> float:
+        rewards = self._rewards()
+        mine = max(-1.0, min(1.0, float(rewards.get(self.agent_seat, 0.0))))
+        if self.game.players == 1:
+            self._success = mine >= 1.0
+        else:
+            values = [float(v) for v in rewards.values()]
+            self._success = mine > 0 and mine == max(values) and min(values) < mine
+        return mine
+
+    def _rewards(self) -> dict[int, float]:
+        rewards = self._game.state.rewards
+        return dict(rewards) if rewards else {}
+
+    # ------------------------------------------------------------------ talking to the game
+    def _play(self, seat: int, move: str, retry: bool = False) -> tuple[bool, bool]:
+        """Sends one move of ``seat``; returns whether the game refused it and whether it ended.
+
+        ``retry``: an opponent's search for an accepted move (its retry count was reset).
+        """
+        if self._clip and len(move) > CHAT_CHARACTERS:
+            move = move[-CHAT_CHARACTERS:]
+        if self._bracket and "[" not in move and "]" not in move:
+            move = f"[{move}]"
+        state = self._game.state
+        errors_before = getattr(state, "error_count", 0)
+        flagged_before = state.game_info.get(seat, {}).get("invalid_move", False)
+        self.moves_sent.append((seat, move, retry))
+        done, _ = self._game.step(move)
+        state = self._game.state
+        flagged = state.game_info.get(seat, {}).get("invalid_move", False)
+        refused = getattr(state, "error_count", 0) > errors_before or flagged > flagged_before
+        self._done = bool(done or state.done)
+        return refused, self._done
+
+    def _play_opponents(self) -> None:
+        moves, refused_in_a_row = 0, 0
+        while not self._done and self._game.state.current_player_id != self.agent_seat:
+            moves += 1
+            if moves > MAX_OPPONENT_MOVES:
+                raise RuntimeError(f"the opponents made {MAX_OPPONENT_MOVES} moves in one turn")
+            if refused_in_a_row > 2:
+                raise RuntimeError("the game refused every move the opponent tried, three times")
+            seat = self._game.state.current_player_id
+            self._take_messages(seat)
+            candidates = self._candidates(seat)
+            tries = self.opponent.moves(
+                seat, self._prompts.get(seat, ""), "\n".join(self._views[seat]), candidates
+            )
+            tries = tries or [CHAT_REPLY]
+            for index, move in enumerate(tries):
+                final = index == len(tries) - 1
+                # TextArena's retry allowance counts only for the last try: the earlier ones
+                # are the opponent looking for a move the game takes, and leave no trace
+                state = self._game.state
+                told = {s: len(queue) for s, queue in state.observations.items()}
+                if not final and hasattr(state, "error_count"):
+                    state.error_count = 0
+                refused, done = self._play(seat, move, retry=not final)
+                refused_in_a_row = refused_in_a_row + 1 if refused else 0
+                if done or not refused:
+                    break
+                if not final:
+                    for other, count in told.items():
+                        del state.observations[other][count:]
+
+    def _take_messages(self, seat: int) -> list[tuple[int, str, str]]:
+        """Everything told to ``seat`` since it was last asked, filed into its view."""
+        state = self._game.state
+        if state.current_player_id == seat and not self._done:
+            _, raw = self._game.get_observation()
+        else:
+            raw, state.observations[seat] = state.observations.get(seat, []), []
+        messages = _messages(raw)
+        view = self._views.setdefault(seat, [])
+        recent = []
+        for sender, text, kind in messages:
+            if kind == "PROMPT":
+                self._prompts[seat] = self._prompts.get(seat, "") + text
+                continue
+            line = self._line(sender, text, kind)
+            view.append(line)
+            recent.append(line)
+        if recent:
+            self._recent[seat] = "\n".join(recent)
+        return messages
+
+    def _line(self, sender: int, text: str, kind: str) -> str:
+        if kind == "GAME_BOARD":
+            return text.strip("\n")
+        if sender == GAME_ID:
+            return f"[GAME] {text}"
+        role = self._game.state.role_mapping.get(sender, f"Player {sender}")
+        return f"[{role}] {text}"
+
+    def _render(self, messages: list[tuple[int, str, str]], seat: int) -> str:
+        boards = [i for i, (_, _, kind) in enumerate(messages) if kind == "GAME_BOARD"]
+        lines = []
+        for index, (sender, text, kind) in enumerate(messages):
+            if kind == "PROMPT" or (kind == "PLAYER_ACTION" and sender == seat):
+                continue
+            if kind == "GAME_BOARD" and index != boards[-1]:
+                continue
+            lines.append(self._line(sender, text, kind))
+        if self._done:
+            reason = self._game.state.game_info.get(seat, {}).get("reason")
+            lines.append(f"[GAME] Game over. {reason}" if reason else "[GAME] Game over.")
+        return "\n".join(lines).strip() or f"[GAME] Your move, Player {seat}."
+
+    @staticmethod
+    def _reason_of(messages: list[tuple[int, str, str]]) -> str:
+        admin = [text for _, text, kind in messages if kind == "GAME_ADMIN"]
+        return admin[-1] if admin else "the game refused the move"
+
+    # ------------------------------------------------------------------ candidate moves
+    def _candidates(self, seat: int) -> list[str]:
+        candidates = candidate_moves(
+            self._recent.get(seat, ""), self.game.moves, self._prompts.get(seat, "")
+        )
+        return candidates + [CHAT_REPLY]
+
+    def _accepted_moves(self) -> tuple[str, ...]:
+        candidates = self._candidates(self.agent_seat)
+        if self._done:
+            return tuple(candidates[:WORDS_WANTED])
+        # the order depends only on the state, so action_words is the same however often read
+        order = random.Random(zlib.crc32(self._last_observation.encode()) + self.actions_taken)
+        order.shuffle(candidates)
+        accepted = []
+        saved_rng = self._rng.snapshot()
+        real_game, real_done, real_log = self._game, self._done, self.moves_sent
+        try:
+            with _quiet():
+                for move in candidates[:WORDS_TRIED]:
+                    self._game, self._done, self.moves_sent = _snapshot(real_game), False, []
+                    with self._rng:
+                        try:
+                            refused, _ = self._play(self.agent_seat, move)
+                        except Exception:
+                            refused = True
+                    self._rng.restore(saved_rng)
+                    if not refused:
+                        accepted.append(move)
+                        if len(accepted) == WORDS_WANTED:
+                            break
+        finally:
+            self._game, self._done, self.moves_sent = real_game, real_done, real_log
+            self._rng.restore(saved_rng)
+        return tuple(accepted) or tuple(candidates[:WORDS_WANTED])
