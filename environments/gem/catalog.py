@@ -525,8 +525,8 @@ CATALOG: tuple[GemEntry, ...] = (
     _task(
         "rg:codeio",
         "gem/Codeio-v0",
-        "reasoning-gym's codeio runs its dataset's Python with exec() in this process, unsandboxed, "
-        "at every reset (here it wrote files into the working directory)",
+        "reasoning-gym's codeio runs its dataset's Python with exec() in this process, "
+        "unsandboxed, at every reset (here it wrote files into the working directory)",
     ),
     _task("rg:color_cube_rotation", "gem/ColorCubeRotation-v0"),
     _task("rg:figlet_font", "gem/FigletFont-v0"),
@@ -678,3 +678,23 @@ CATALOG: tuple[GemEntry, ...] = (
 
 BY_GEM_ID: dict[str, GemEntry] = {entry.gem_id: entry for entry in CATALOG}
 BY_ENV_ID: dict[str, GemEntry] = {entry.env_id: entry for entry in CATALOG}
+
+
+#: a reset (or a GEM construction) of these takes from 0.1 s to 10 s (measured here: Sokoban's
+#: rooms, 9x9 Sudoku with unique solutions, reasoning-gym's search-based generators)
+SLOW_GEM_IDS = frozenset(
+    {
+        "gem/SokobanHard-v0",
+        "gem/SokobanRandom-v0",
+        "gem/SudokuHard-v0",
+        "gem/SudokuRandom-v0",
+        "gem/Futoshiki-v0",
+        "gem/KnightSwap-v0",
+        "gem/Puzzle24-v0",
+        "gem/ZebraPuzzles-v0",
+        "gem/IntermediateIntegration-v0",
+        "gem/QuantumLock-v0",
+        "gem/Sudoku-v0",
+        "gem/ComplexArithmetic-v0",
+    }
+)
