@@ -37,12 +37,12 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import functools
 import importlib
 import pickle
 import random
+import sys
 import zlib
 from collections.abc import Callable, Hashable
 from typing import Any, ClassVar
@@ -77,11 +77,19 @@ class _Discard:
 _DISCARD = _Discard()
 
 
-def _quiet() -> contextlib.ExitStack:
-    stack = contextlib.ExitStack()
-    stack.enter_context(contextlib.redirect_stdout(_DISCARD))  # type: ignore[type-var]
-    stack.enter_context(contextlib.redirect_stderr(_DISCARD))  # type: ignore[type-var]
-    return stack
+class _Quiet:
+    """Sends stdout and stderr to ``_DISCARD`` inside ``with`` (cheaper than contextlib's)."""
+
+    def __enter__(self) -> None:
+        self._saved = sys.stdout, sys.stderr
+        sys.stdout = sys.stderr = _DISCARD  # type: ignore[assignment]
+
+    def __exit__(self, *exc_info: object) -> None:
+        sys.stdout, sys.stderr = self._saved
+
+
+def _quiet() -> _Quiet:
+    return _Quiet()
 
 
 def _game_factory(game_id: str) -> tuple[Callable[[], Any], bool, bool]:
@@ -177,7 +185,7 @@ class TextArenaEnv(TextEnv):
         self._rng = GlobalRandomState(numpy=self.game.numpy_random)
         self._prompts: dict[int, str] = {}
         self._views: dict[int, list[str]] = {}
-        self._recent: dict[int, str] = {}
+        self._recent: dict[int, list[tuple[int, str, str]]] = {}
         self._done = False
         self._success = False
         self._words: tuple[str, ...] | None = None
@@ -328,7 +336,7 @@ class TextArenaEnv(TextEnv):
             self._take_messages(seat)
             candidates = self._candidates(seat)
             tries = self.opponent.moves(
-                seat, self._prompts.get(seat, ""), "\n".join(self._views[seat]), candidates
+                seat, self._prompts.get(seat, ""), "\n".join(self._views.get(seat, [])), candidates
             )
             tries = tries or [CHAT_REPLY]
             for index, move in enumerate(tries):
@@ -348,24 +356,21 @@ class TextArenaEnv(TextEnv):
                         del state.observations[other][count:]
 
     def _take_messages(self, seat: int) -> list[tuple[int, str, str]]:
-        """Everything told to ``seat`` since it was last asked, filed into its view."""
+        """Everything told to ``seat`` since it was last asked (its prompt filed apart)."""
         state = self._game.state
         if state.current_player_id == seat and not self._done:
             _, raw = self._game.get_observation()
         else:
             raw, state.observations[seat] = state.observations.get(seat, []), []
         messages = _messages(raw)
-        view = self._views.setdefault(seat, [])
-        recent = []
-        for sender, text, kind in messages:
-            if kind == "PROMPT":
-                self._prompts[seat] = self._prompts.get(seat, "") + text
-                continue
-            line = self._line(sender, text, kind)
-            view.append(line)
-            recent.append(line)
-        if recent:
-            self._recent[seat] = "\n".join(recent)
+        if any(kind == "PROMPT" for _, _, kind in messages):
+            prompts = [text for _, text, kind in messages if kind == "PROMPT"]
+            self._prompts[seat] = self._prompts.get(seat, "") + "".join(prompts)
+            messages = [m for m in messages if m[2] != "PROMPT"]
+        if messages:
+            self._recent[seat] = messages
+            if seat != self.agent_seat:  # an opponent's transcript (the LLM opponent reads it)
+                self._views.setdefault(seat, []).extend(self._line(*m) for m in messages)
         return messages
 
     def _line(self, sender: int, text: str, kind: str) -> str:
@@ -397,9 +402,8 @@ class TextArenaEnv(TextEnv):
 
     # ------------------------------------------------------------------ candidate moves
     def _candidates(self, seat: int) -> list[str]:
-        candidates = candidate_moves(
-            self._recent.get(seat, ""), self.game.moves, self._prompts.get(seat, "")
-        )
+        recent = "\n".join(self._line(*m) for m in self._recent.get(seat, []))
+        candidates = candidate_moves(recent, self.game.moves, self._prompts.get(seat, ""))
         return candidates + [CHAT_REPLY]
 
     def _accepted_moves(self) -> tuple[str, ...]:

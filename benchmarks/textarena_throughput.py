@@ -1,0 +1,167 @@
+"""Steps/s of rollenv's TextArena adapter against TextArena called directly, same moves.
+
+For each game, episodes of the random policy are recorded through the adapter first (untimed):
+the agent's replies, the TextArena seed, and every move the adapter sent to TextArena (the
+opponents' included, with their retries). Then, in one process, rounds alternate:
+
+* ours: ``env.reset(seed)`` and ``env.step(reply)`` for each recorded reply (``rollenv.make``,
+  replies in ``<answer>`` tags; the random opponent chooses its moves again, as in training);
+* TextArena: ``ta.make(game)``, ``reset(num_players, seed)``, then ``get_observation()`` and
+  ``step(move)`` for each recorded move (what a TextArena loop does, with its default wrappers).
+
+Both replay the same game; a step is one move of the agent. The ratio is ours over TextArena's
+steps/s (the goal: >= 0.9x). Prints a table; writes
+``benchmarks/results/textarena_throughput.json``.
+
+Run: ``python benchmarks/textarena_throughput.py --seconds 3``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import rollenv
+from rollenv.policies import RandomPolicy, text_env_of
+
+DEFAULT_GAMES = "Mastermind-v0,FifteenPuzzle-v0,Minesweeper-v0,TicTacToe-v0,ConnectFour-v0,Poker-v0"
+RESULT = Path(__file__).parent / "results" / "textarena_throughput.json"
+
+
+@dataclass(frozen=True)
+class Episode:
+    seed: int
+    textarena_seed: int
+    replies: list[str]
+    moves: list[tuple[int, str, bool]]
+
+
+@dataclass
+class Row:
+    game: str
+    players: int
+    ours_steps: int
+    ours_seconds: float
+    direct_steps: int
+    direct_seconds: float
+
+    @property
+    def ours_per_second(self) -> float:
+        return self.ours_steps / self.ours_seconds
+
+    @property
+    def direct_per_second(self) -> float:
+        return self.direct_steps / self.direct_seconds
+
+    @property
+    def ratio(self) -> float:
+        return self.ours_per_second / self.direct_per_second
+
+
+def record(game: str, episodes: int) -> list[Episode]:
+    """Random-policy episodes through the adapter: the replies and the moves TextArena got."""
+    env = rollenv.make(f"textarena/{game}")
+    inner = text_env_of(env)
+    recorded = []
+    for seed in range(episodes):
+        policy = RandomPolicy(env, seed=seed)
+        obs, info = env.reset(seed=seed)
+        replies, done = [], False
+        while not done:
+            reply = policy.act(obs, info)
+            replies.append(reply)
+            obs, reward, terminated, truncated, info = env.step(reply)
+            done = terminated or truncated
+        recorded.append(Episode(seed, inner.textarena_seed, replies, list(inner.moves_sent)))
+    return recorded
+
+
+def play_ours(env, episode: Episode) -> int:
+    env.reset(seed=episode.seed)
+    for reply in episode.replies:
+        env.step(reply)
+    return len(episode.replies)
+
+
+def play_direct(textarena, game: str, players: int, episode: Episode, agent_seat: int = 0) -> int:
+    env = textarena.make(game)
+    env.reset(num_players=players, seed=episode.textarena_seed)
+    steps = 0
+    for seat, move, retry in episode.moves:
+        if retry:  # the adapter's opponent searching for an accepted move (see env.py)
+            env.state.error_count = 0
+        env.get_observation()
+        env.step(move)
+        steps += seat == agent_seat
+    return steps
+
+
+def measure(game: str, seconds: float, episodes: int) -> Row:
+    import textarena
+
+    recorded = record(game, episodes)
+    env = rollenv.make(f"textarena/{game}")
+    players = text_env_of(env).game.players
+    row = Row(game, players, 0, 0.0, 0, 0.0)
+    index = 0
+    while row.ours_seconds < seconds or row.direct_seconds < seconds:
+        episode = recorded[index % len(recorded)]
+        index += 1
+        start = time.perf_counter()
+        row.ours_steps += play_ours(env, episode)
+        row.ours_seconds += time.perf_counter() - start
+        start = time.perf_counter()
+        play_direct(textarena, game, players, episode)
+        row.direct_seconds += time.perf_counter() - start
+        # a step is an agent move on both sides (refused ones included)
+        row.direct_steps += len(episode.replies)
+    return row
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--seconds", type=float, default=3.0, help="timed seconds per side, per game"
+    )
+    parser.add_argument("--games", default=DEFAULT_GAMES, help="comma-separated TextArena ids")
+    parser.add_argument("--episodes", type=int, default=20, help="recorded episodes per game")
+    parser.add_argument("--json", type=Path, default=RESULT, help="where to write the results")
+    args = parser.parse_args(argv)
+    rows = [measure(g.strip(), args.seconds, args.episodes) for g in args.games.split(",")]
+    header = f"{'game':24s} {'players':>7s} {'ours steps/s':>13s} {'TextArena steps/s':>18s}"
+    header += f" {'ratio':>6s}"
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        print(
+            f"{row.game:24s} {row.players:7d} {row.ours_per_second:13.0f} "
+            f"{row.direct_per_second:18.0f} {row.ratio:5.2f}x"
+        )
+    result = {
+        "benchmark": "textarena_throughput",
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "seconds_per_side": args.seconds,
+        "goal_ratio": 0.9,
+        "games": [
+            {
+                **asdict(row),
+                "ours_steps_per_second": round(row.ours_per_second, 1),
+                "textarena_steps_per_second": round(row.direct_per_second, 1),
+                "ratio": round(row.ratio, 3),
+            }
+            for row in rows
+        ],
+    }
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {args.json}")
+    return result
+
+
+if __name__ == "__main__":
+    main()
