@@ -210,7 +210,10 @@ class TextArenaEnv(TextEnv):
 
     @property
     def action_words(self) -> tuple[str, ...]:
-        """Moves the game accepts now (up to 8, tried on a copy of the game), else candidates."""
+        """Moves the game accepts now (up to 8, tried on a copy of the game), else candidates.
+
+        Untried candidates where the game refuses moves on hidden grounds (``hidden_refusals``).
+        """
         if self._words is None:
             self._words = self._accepted_moves()
         return self._words
@@ -408,11 +411,11 @@ class TextArenaEnv(TextEnv):
 
     def _accepted_moves(self) -> tuple[str, ...]:
         candidates = self._candidates(self.agent_seat)
-        if self._done:
-            return tuple(candidates[:WORDS_WANTED])
         # the order depends only on the state, so action_words is the same however often read
         order = random.Random(zlib.crc32(self._last_observation.encode()) + self.actions_taken)
         order.shuffle(candidates)
+        if self._done or self.game.hidden_refusals:
+            return tuple(candidates[:WORDS_WANTED])
         accepted = []
         saved_rng = self._rng.snapshot()
         real_game, real_done, real_log = self._game, self._done, self.moves_sent

@@ -44,6 +44,9 @@ class Game:
         requires: what the game needs besides TextArena: ``"python>=3.12"``,
             ``"module:<name>"``, ``"nltk:<path in nltk_data>"``, or ``"never:<reason>"``.
         numpy_random: the game draws from numpy's global random state (swapped like Python's).
+        hidden_refusals: the game refuses moves for reasons hidden from the player (a mine, a
+            wrong letter), so ``action_words`` may not try moves on a copy of the game (that
+            would hand the random policy the hidden state).
     """
 
     textarena_id: str
@@ -53,6 +56,7 @@ class Game:
     moves: tuple[str, ...] = ()
     requires: tuple[str, ...] = ()
     numpy_random: bool = False
+    hidden_refusals: bool = False
 
     @property
     def rollenv_id(self) -> str:
@@ -85,7 +89,12 @@ GAMES: tuple[Game, ...] = (
         ("[{0..5} {0..5} {+|-|*|/}]",),
     ),
     Game(
-        "Crosswords-v0", 1, "fill a small crossword from clues", 30, ("[{0..11} {0..11} {a..z}]",)
+        "Crosswords-v0",
+        1,
+        "fill a small crossword from clues",
+        30,
+        ("[{0..11} {0..11} {a..z}]",),
+        hidden_refusals=True,
     ),
     Game(
         "Cryptarithm-v0",
@@ -112,7 +121,14 @@ GAMES: tuple[Game, ...] = (
         20,
         ("[{1..6} {1..6} {1..6} {1..6}]",),
     ),
-    Game("Minesweeper-v0", 1, "Minesweeper 8x8 with 10 mines", 100, ("[{0..7} {0..7}]",)),
+    Game(
+        "Minesweeper-v0",
+        1,
+        "Minesweeper 8x8 with 10 mines",
+        100,
+        ("[{0..7} {0..7}]",),
+        hidden_refusals=True,
+    ),
     Game("PegJump-v0", 1, "peg solitaire on a triangle: leave one peg", 20, ("[{1..15} {1..15}]",)),
     Game(
         "RushHour-v0",
