@@ -19,17 +19,17 @@ Run: ``python benchmarks/textarena_throughput.py --seconds 3``
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
+
+from report import RESULTS_DIR, add_common_arguments, parse_arguments, write_report
 
 import rollenv
 from rollenv.policies import RandomPolicy, text_env_of
 
 DEFAULT_GAMES = "Mastermind-v0,FifteenPuzzle-v0,Minesweeper-v0,TicTacToe-v0,ConnectFour-v0,Poker-v0"
-RESULT = Path(__file__).parent / "results" / "textarena_throughput.json"
+RESULT = RESULTS_DIR / "textarena_throughput.json"
 
 
 @dataclass(frozen=True)
@@ -129,8 +129,8 @@ def main(argv: list[str] | None = None) -> dict:
     )
     parser.add_argument("--games", default=DEFAULT_GAMES, help="comma-separated TextArena ids")
     parser.add_argument("--episodes", type=int, default=20, help="recorded episodes per game")
-    parser.add_argument("--json", type=Path, default=RESULT, help="where to write the results")
-    args = parser.parse_args(argv)
+    add_common_arguments(parser, default_json=RESULT, quick="0.5 s a side, 5 recorded episodes")
+    args = parse_arguments(parser, argv, quick_defaults={"seconds": 0.5, "episodes": 5})
     rows = [measure(g.strip(), args.seconds, args.episodes) for g in args.games.split(",")]
     header = f"{'game':24s} {'players':>7s} {'ours steps/s':>13s} {'TextArena steps/s':>18s}"
     header += f" {'ratio':>6s}"
@@ -157,9 +157,7 @@ def main(argv: list[str] | None = None) -> dict:
             for row in rows
         ],
     }
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.json}")
+    write_report(args.json, result, libraries=["textarena"])
     return result
 
 
