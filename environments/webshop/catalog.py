@@ -21,7 +21,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from environments.webshop.vocab import BRANDS, PRODUCT_TYPES, QUALITY_WORDS, REVIEW_TEMPLATES
+from environments.webshop.vocab import (
+    BRANDS,
+    PRODUCT_TYPES,
+    QUALITY_WORDS,
+    REVIEW_TEMPLATES,
+    ProductType,
+)
 
 DEFAULT_NUM_PRODUCTS = 1000
 _ASIN_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -103,7 +109,7 @@ class Catalog(Sequence[Product]):
         return f"Catalog({self.key!r}, {len(self)} products)"
 
 
-def new_asin(rng: random.Random, taken: set[str]) -> str:
+def _asin(rng: random.Random, taken: set[str]) -> str:
     """A fresh asin ("B0" and 8 characters) not in ``taken``, which it joins."""
     while True:
         asin = "B0" + "".join(rng.choice(_ASIN_ALPHABET) for _ in range(8))
@@ -112,10 +118,49 @@ def new_asin(rng: random.Random, taken: set[str]) -> str:
             return asin
 
 
-def draw_price(rng: random.Random, low: float, high: float) -> float:
+def _price(rng: random.Random, low: float, high: float) -> float:
     """A price from ``low`` up to ``high`` dollars with a shop's usual cents."""
     dollars = rng.randint(int(low), int(high) - 1)
     return round(dollars + rng.choice((0.49, 0.95, 0.99, 0.0, 0.5)), 2)
+
+
+def finish_product(
+    rng: random.Random,
+    taken: set[str],
+    kind: ProductType,
+    material: str,
+    title: str,
+    attributes: tuple[str, ...],
+    options: Sequence[tuple[str, tuple[str, ...]]],
+    description: str,
+    bullets: tuple[str, ...],
+) -> Product:
+    """The product with these texts; draws its reviews, asin, price and rating, in that order.
+
+    Every generated catalog (this module's and ``paper_catalog``'s) ends a product with it.
+    """
+    reviews = tuple(
+        rng.choice(REVIEW_TEMPLATES).format(
+            name=kind.name,
+            material=material,
+            attribute=(a := rng.choice(attributes)),
+            Attribute=a.capitalize(),
+        )
+        for _ in range(rng.randint(1, 3))
+    )
+    return Product(
+        asin=_asin(rng, taken),
+        title=title,
+        product_type=kind.name,
+        category=kind.category,
+        price=_price(rng, *kind.price),
+        attributes=attributes,
+        options=tuple(options),
+        description=description,
+        bullets=bullets,
+        rating=round(rng.uniform(2.5, 5.0), 1),
+        reviews=reviews,
+    )
 
 
 def _product(rng: random.Random, taken: set[str]) -> Product:
@@ -147,27 +192,8 @@ def _product(rng: random.Random, taken: set[str]) -> Product:
         ]
         + [f"MATERIAL: {material}.", f"WHAT YOU GET: one {kind.name} from {brand}."]
     )
-    reviews = tuple(
-        rng.choice(REVIEW_TEMPLATES).format(
-            name=kind.name,
-            material=material,
-            attribute=(a := rng.choice(attributes)),
-            Attribute=a.capitalize(),
-        )
-        for _ in range(rng.randint(1, 3))
-    )
-    return Product(
-        asin=new_asin(rng, taken),
-        title=title,
-        product_type=kind.name,
-        category=kind.category,
-        price=draw_price(rng, *kind.price),
-        attributes=attributes,
-        options=tuple(options),
-        description=description,
-        bullets=bullets,
-        rating=round(rng.uniform(2.5, 5.0), 1),
-        reviews=reviews,
+    return finish_product(
+        rng, taken, kind, material, title, attributes, options, description, bullets
     )
 
 

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import random
 
-from environments.webshop.catalog import Catalog, Product, draw_price, new_asin
+from environments.webshop.catalog import Catalog, Product, finish_product
 from environments.webshop.paper_vocab import PAPER_TYPES, TITLE_FLUFF
-from environments.webshop.vocab import BRANDS, QUALITY_WORDS, REVIEW_TEMPLATES, ProductType
+from environments.webshop.vocab import BRANDS, QUALITY_WORDS, ProductType
 
 #: how often a title also names a sibling kind, an attribute, the default variant
 _SIBLING_IN_TITLE = 0.7
@@ -90,27 +90,8 @@ def _paper_product(rng: random.Random, taken: set[str], models: set[str]) -> Pro
         [f"{a.upper()}: {rng.choice(('designed to be', 'made to be'))} {a}." for a in attributes]
         + [f"MATERIAL: {material}.", f"WHAT YOU GET: one {kind.name} from {brand}."]
     )
-    reviews = tuple(
-        rng.choice(REVIEW_TEMPLATES).format(
-            name=kind.name,
-            material=material,
-            attribute=(a := rng.choice(attributes)),
-            Attribute=a.capitalize(),
-        )
-        for _ in range(rng.randint(1, 3))
-    )
-    return Product(
-        asin=new_asin(rng, taken),
-        title=title,
-        product_type=kind.name,
-        category=kind.category,
-        price=draw_price(rng, *kind.price),
-        attributes=attributes,
-        options=tuple(options),
-        description=description,
-        bullets=bullets,
-        rating=round(rng.uniform(2.5, 5.0), 1),
-        reviews=reviews,
+    return finish_product(
+        rng, taken, kind, material, title, attributes, options, description, bullets
     )
 
 
