@@ -174,7 +174,7 @@ class EnvRegistry(Mapping[str, EnvSpec]):
         )
 
     def _run_plugin(self, name: str, register_function: Callable[[], object]) -> None:
-        before = set(self._specs)
+        before, before_unavailable = set(self._specs), set(self._unavailable)
         self._loading_plugin = name
         try:
             register_function()
@@ -182,7 +182,7 @@ class EnvRegistry(Mapping[str, EnvSpec]):
             # a plugin that fails half-way leaves none of its ids behind
             for env_id in set(self._specs) - before:
                 self._remove(env_id)
-            for env_id in [k for k, v in self._unavailable.items() if v.family == name]:
+            for env_id in set(self._unavailable) - before_unavailable:
                 del self._unavailable[env_id]
             raise
         finally:
@@ -197,6 +197,7 @@ class EnvRegistry(Mapping[str, EnvSpec]):
             warnings.warn(f"Overriding rollenv environment {spec.id!r}", UserWarning, stacklevel=3)
             self._remove(spec.id)  # so Gymnasium does not warn a second time
         self._specs[spec.id] = spec
+        self._unavailable.pop(spec.id, None)  # it runs here after all
         gym.register(
             id=spec.gymnasium_id,
             entry_point=spec.entry_point,

@@ -154,8 +154,9 @@ def run_envs(args: argparse.Namespace) -> int:
         rollenv.registry.unavailable.values(), key=lambda entry: (entry.family or "", entry.id)
     )
     if args.family is not None:
-        specs = _of_family(specs, args.family, [*specs, *unavailable])
-        unavailable = [e for e in unavailable if (e.family or "").lower() == args.family.lower()]
+        specs, unavailable = _of_family(specs, args.family), _of_family(unavailable, args.family)
+        if not specs and not unavailable:
+            _raise_unknown_family(args.family, rollenv.registry)
     if args.unavailable:
         print_table(
             ["id", "family", "why it cannot run here"],
@@ -193,16 +194,19 @@ def run_envs(args: argparse.Namespace) -> int:
     return 0
 
 
-def _of_family(specs: list[EnvSpec], family: str, known: list[Any]) -> list[EnvSpec]:
-    chosen = [spec for spec in specs if (spec.family or "").lower() == family.lower()]
-    if not chosen and not any((entry.family or "").lower() == family.lower() for entry in known):
-        families = sorted({entry.family for entry in known if entry.family})
-        close = difflib.get_close_matches(family.lower(), families, n=3, cutoff=0.5)
-        hint = f" Did you mean: {', '.join(close)}?" if close else ""
-        raise UsageError(
-            f"no environment family {family!r}.{hint} Families: {', '.join(families) or '(none)'}"
-        )
-    return chosen
+def _of_family(entries: list[Any], family: str) -> list[Any]:
+    """The specs (or unavailable entries) of ``family``, in any case."""
+    return [entry for entry in entries if (entry.family or "").lower() == family.lower()]
+
+
+def _raise_unknown_family(family: str, registry: Any) -> None:
+    known = [*registry.values(), *registry.unavailable.values()]
+    families = sorted({entry.family for entry in known if entry.family})
+    close = difflib.get_close_matches(family.lower(), families, n=3, cutoff=0.5)
+    hint = f" Did you mean: {', '.join(close)}?" if close else ""
+    raise UsageError(
+        f"no environment family {family!r}.{hint} Families: {', '.join(families) or '(none)'}"
+    )
 
 
 # ---------------------------------------------------------------------------------- play

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import rollenv
-from rollenv.policies import RandomPolicy, has_oracle, oracle_for, run_episode, text_env_of
+from rollenv.policies import RandomPolicy, oracle_for, run_episode, text_env_of
 
 ALL_IDS = sorted(rollenv.registry)
 
@@ -30,13 +30,14 @@ ADAPTED_IDS = [i for i in ALL_IDS if i.startswith(("textarena/", "gem/"))]
 # test over action words does not apply
 FREE_FORM_IDS = [i for i in ALL_IDS if getattr(CLASSES[i], "free_form", False)]
 WORD_IDS = [i for i in ALL_IDS if i not in FREE_FORM_IDS]
+# every id whose family has an oracle: the reward check compares task-ignoring replies with it
+REWARD_IDS = [i for i in ALL_IDS if getattr(CLASSES[i], "oracle", None) is not None]
 # ids whose oracle runs in their family's own suite instead (all of HumanEval; a real browser)
 ORACLE_ELSEWHERE = {"CodeSandbox-v0", "CodeSandboxMultiTurn-v0", "WebShopHTML-v0"}
 SOLVABLE_IDS = [
     i
-    for i in ALL_IDS
-    if getattr(CLASSES[i], "oracle", None) is not None
-    and i not in ORACLE_ELSEWHERE
+    for i in REWARD_IDS
+    if i not in ORACLE_ELSEWHERE
     and text_env_of(rollenv.make(i)).deterministic  # slippery ice is set per instance
 ]
 # games with few starts by design: GEM's Tower of Hanoi puts every disk on peg A (its random
@@ -65,8 +66,6 @@ def _params(ids: list[str]) -> list:
 
 # ids whose every step drives a real browser: fewer fuzzing examples (each builds a new env)
 BROWSER_IDS = [i for i in ALL_IDS if "HTML" in i]
-# every id whose family has an oracle: the reward check compares task-ignoring replies with it
-REWARD_IDS = [i for i in ALL_IDS if has_oracle(rollenv.spec(i))]
 # each of their episodes runs a sandbox or a browser: fewer seeds, and marked slow
 SLOW_REWARD_IDS = {"WebShopHTML-v0": 3, "CodeSandboxMultiTurn-v0": 6, "MathTool-v0": 10}
 

@@ -52,6 +52,7 @@ def test_plugin_registers_an_env_and_a_broken_plugin_only_warns(tmp_path):
 
         def register():
             rollenv.register("HalfDone-v0", "environments.sokoban.env:SokobanEnv")
+            rollenv.register_unavailable("HalfListed-v0", "needs what the plugin never got to")
             raise RuntimeError("this plugin is broken")
         """,
     )
@@ -69,6 +70,7 @@ def test_plugin_registers_an_env_and_a_broken_plugin_only_warns(tmp_path):
         assert rollenv.spec("MyGame-v0").family == "mygame"
         assert "Sokoban-v0" in rollenv.registry, "built-in families still load"
         assert "HalfDone-v0" not in rollenv.registry, "a failed plugin leaves nothing behind"
+        assert "HalfListed-v0" not in rollenv.registry.unavailable
         messages = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
         assert len(messages) == 1, messages
         assert "'brokengame'" in messages[0] and "this plugin is broken" in messages[0]

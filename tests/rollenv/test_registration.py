@@ -115,5 +115,18 @@ def test_a_short_name_prefers_the_un_namespaced_family_over_an_adapted_one():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         rollenv.register("elsewhere/Sokoban-v7", "environments.sokoban.env:SokobanEnv")
-    assert rollenv.spec("sokoban").id == "Sokoban-v0"
-    assert rollenv.spec("elsewhere/sokoban-v7").id == "elsewhere/Sokoban-v7"
+    try:
+        assert rollenv.spec("sokoban").id == "Sokoban-v0"
+        assert rollenv.spec("elsewhere/sokoban-v7").id == "elsewhere/Sokoban-v7"
+    finally:
+        rollenv.registry._remove("elsewhere/Sokoban-v7")
+
+
+def test_an_unavailable_id_that_a_later_registration_runs_is_no_longer_unavailable():
+    rollenv.register_unavailable("LateCorpus-v0", "needs a corpus")
+    try:
+        rollenv.register("LateCorpus-v0", "environments.sokoban.env:SokobanEnv")
+        assert "LateCorpus-v0" not in rollenv.registry.unavailable
+        assert rollenv.spec("LateCorpus-v0").id == "LateCorpus-v0"
+    finally:
+        rollenv.registry._remove("LateCorpus-v0")
