@@ -20,6 +20,7 @@ Example:
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from environments.webshop.catalog import Product
@@ -91,6 +92,50 @@ def instruction_text(
     return f"{text}, and price lower than {price_upper:.2f} dollars"
 
 
+#: writes a goal's instruction from (product, attributes, options, price_upper, rng)
+InstructionWriter = Callable[
+    [Product, tuple[str, ...], tuple[tuple[str, str], ...], float, random.Random], str
+]
+
+
+def draw_goal(
+    product: Product, rng: random.Random, write: InstructionWriter, ceilings: int = 3
+) -> Goal:
+    """Draws a goal whose target is ``product`` and has ``write`` word it.
+
+    The goal asks for 1 to 3 of the product's attributes, one value of each of its option
+    dimensions and a price ceiling among the first ``ceilings`` rungs of ``PRICE_LADDER`` above
+    its price; ``write`` draws from ``rng`` after those choices.
+    """
+    count = rng.randint(1, min(3, len(product.attributes)))
+    attributes = tuple(rng.sample(product.attributes, count))
+    options = tuple((dim, rng.choice(values)) for dim, values in product.options if values)
+    rungs = [p for p in PRICE_LADDER if p > product.price][:ceilings] or [
+        float(int(product.price * 1.5) + 1)
+    ]
+    price_upper = rng.choice(rungs)
+    return Goal(
+        asin=product.asin,
+        instruction=write(product, attributes, options, price_upper, rng),
+        product_type=product.product_type,
+        category=product.category,
+        attributes=attributes,
+        options=options,
+        price_upper=price_upper,
+    )
+
+
+def _write(
+    product: Product,
+    attributes: tuple[str, ...],
+    options: tuple[tuple[str, str], ...],
+    price_upper: float,
+    rng: random.Random,
+) -> str:
+    opening = rng.randrange(len(_OPENINGS))
+    return instruction_text(product.product_type, attributes, options, price_upper, opening)
+
+
 def make_goal(product: Product, rng: random.Random) -> Goal:
     """Draws a goal whose target is ``product``; every choice comes from ``rng``.
 
@@ -101,22 +146,4 @@ def make_goal(product: Product, rng: random.Random) -> Goal:
     Returns:
         A goal that ``product`` itself satisfies with reward 1.
     """
-    count = rng.randint(1, min(3, len(product.attributes)))
-    attributes = tuple(rng.sample(product.attributes, count))
-    options = tuple((dim, rng.choice(values)) for dim, values in product.options if values)
-    ceilings = [p for p in PRICE_LADDER if p > product.price][:3] or [
-        float(int(product.price * 1.5) + 1)
-    ]
-    price_upper = rng.choice(ceilings)
-    text = instruction_text(
-        product.product_type, attributes, options, price_upper, rng.randrange(len(_OPENINGS))
-    )
-    return Goal(
-        asin=product.asin,
-        instruction=text,
-        product_type=product.product_type,
-        category=product.category,
-        attributes=attributes,
-        options=options,
-        price_upper=price_upper,
-    )
+    return draw_goal(product, rng, _write)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import random
 
 from environments.webshop.catalog import Product
-from environments.webshop.instructions import PRICE_LADDER, Goal
+from environments.webshop.instructions import Goal, draw_goal
 from environments.webshop.paraphrases import (
     ATTRIBUTE_PHRASINGS,
     OPTION_PHRASINGS,
@@ -141,19 +141,4 @@ def make_paper_goal(product: Product, rng: random.Random) -> Goal:
     Returns:
         A goal that ``product`` itself satisfies with reward 1.
     """
-    count = rng.randint(1, min(3, len(product.attributes)))
-    attributes = tuple(rng.sample(product.attributes, count))
-    options = tuple((dim, rng.choice(values)) for dim, values in product.options if values)
-    ceilings = [p for p in PRICE_LADDER if p > product.price][:1] or [
-        float(int(product.price * 1.5) + 1)
-    ]
-    price_upper = rng.choice(ceilings)
-    return Goal(
-        asin=product.asin,
-        instruction=paper_instruction_text(product, attributes, options, price_upper, rng),
-        product_type=product.product_type,
-        category=product.category,
-        attributes=attributes,
-        options=options,
-        price_upper=price_upper,
-    )
+    return draw_goal(product, rng, paper_instruction_text, ceilings=1)
