@@ -72,37 +72,19 @@ NOISY_WAIT = 0.2
 _PRESSURE = Path("/proc/pressure/cpu")
 
 
-class TimedStore(ResultStore):
-    """The results store, noting when the eval starts and when each chunk is stored."""
-
-    def __init__(self, db: Path) -> None:
-        super().__init__(db)
-        self.started: float | None = None
-        self.stored: list[tuple[str, float]] = []  # (env id, when its chunk was stored)
-
-    def start_eval(self, *args: Any, **kwargs: Any) -> Any:
-        start = super().start_eval(*args, **kwargs)
-        self.started = time.perf_counter()
-        return start
-
-    def add_episodes(self, eval_id: int, records: Sequence[Any]) -> int:
-        added = super().add_episodes(eval_id, records)
-        if records:  # a chunk is of one env
-            self.stored.append((records[0].env_id, time.perf_counter()))
-        return added
-
-    def env_seconds(self, env_ids: Sequence[str]) -> dict[str, float]:
-        """Per env, from the end of the previous env's last chunk (or the eval's start) to the
-        end of its own."""
-        seconds: dict[str, float] = {}
-        previous = self.started
-        assert previous is not None
-        for env_id in env_ids:
-            ends = [at for stored_env, at in self.stored if stored_env == env_id]
-            if ends:
-                seconds[env_id] = max(ends) - previous
-                previous = max(ends)
-        return seconds
+def env_seconds(
+    started: float, stored: Sequence[tuple[str, float]], env_ids: Sequence[str]
+) -> dict[str, float]:
+    """Per env, from the end of the previous env's last chunk (or the eval's start) to the end
+    of its own; ``stored`` holds (env id, when a chunk of it was stored)."""
+    seconds: dict[str, float] = {}
+    previous = started
+    for env_id in env_ids:
+        ends = [at for stored_env, at in stored if stored_env == env_id]
+        if ends:
+            seconds[env_id] = max(ends) - previous
+            previous = max(ends)
+    return seconds
 
 
 def _cpu_pressure() -> dict[str, float] | None:
@@ -177,16 +159,21 @@ def run_eval(args: argparse.Namespace, backend: str, suite: Suite, db: Path) -> 
         weights), ``wall_s`` (the whole call), ``cpu_wait`` (the share of the call some task
         of the machine waited for a CPU) and per env its episodes, seconds and tokens.
     """
-    store = TimedStore(db)
     label = LABELS[backend]
+    started: list[float] = []  # when the eval is in the store, after the model's load
+    stored: list[tuple[str, float]] = []  # (env id, when a chunk of it was stored)
+
+    def on_start(eval_id: int, stored_before: int) -> None:
+        started.append(time.perf_counter())
 
     def progress(env_id: str, done: int) -> None:
+        stored.append((env_id, time.perf_counter()))
         if args.full:
             print(f"  {label}: {done} of {suite.episodes} episodes stored ({env_id})", flush=True)
 
     waited = cpu_wait_us()
     called = time.perf_counter()
-    try:
+    with ResultStore(db) as store:
         outcome = evaluate_suite(
             parse_model(args.model),
             suite,
@@ -198,13 +185,12 @@ def run_eval(args: argparse.Namespace, backend: str, suite: Suite, db: Path) -> 
             backend=backend,
             command=shlex.join(["benchmarks/eval_throughput.py", f"--backend={backend}"]),
             progress=progress,
+            on_start=on_start,
         )
         finished = time.perf_counter()
-        seconds = store.env_seconds([env.id for env in suite.envs])
-    finally:
-        store.close()
+    (eval_started,) = started  # force=True: the eval always starts, once
+    seconds = env_seconds(eval_started, stored, [env.id for env in suite.envs])
     waited_after = cpu_wait_us()
-    assert store.started is not None
     cpu_wait = None
     if waited is not None and waited_after is not None:
         cpu_wait = (waited_after - waited) / 1e6 / (finished - called)
@@ -229,8 +215,8 @@ def run_eval(args: argparse.Namespace, backend: str, suite: Suite, db: Path) -> 
         "backend": backend,
         "episodes": outcome.played,
         "wall_s": finished - called,
-        "fixed_s": store.started - called,
-        "play_s": finished - store.started,
+        "fixed_s": eval_started - called,
+        "play_s": finished - eval_started,
         "cpu_wait": cpu_wait,
         "envs": envs,
     }
