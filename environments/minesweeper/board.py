@@ -20,7 +20,24 @@ Example:
 
 from __future__ import annotations
 
+import functools
+
 HIDDEN, FLAG, MINE = "?", "F", "*"
+
+
+@functools.cache
+def neighbour_table(rows: int, cols: int) -> tuple[tuple[int, ...], ...]:
+    """Each cell's neighbours (up to 8) on a ``rows x cols`` field, built once per size."""
+    return tuple(
+        tuple(
+            (r + dr) * cols + c + dc
+            for dr in (-1, 0, 1)
+            for dc in (-1, 0, 1)
+            if (dr or dc) and 0 <= r + dr < rows and 0 <= c + dc < cols
+        )
+        for r in range(rows)
+        for c in range(cols)
+    )
 
 
 class Minefield:
@@ -34,16 +51,7 @@ class Minefield:
 
     def __init__(self, rows: int, cols: int, mines: frozenset[int]):
         self.rows, self.cols, self.mines = rows, cols, mines
-        self.neighbours = tuple(
-            tuple(
-                (r + dr) * cols + c + dc
-                for dr in (-1, 0, 1)
-                for dc in (-1, 0, 1)
-                if (dr or dc) and 0 <= r + dr < rows and 0 <= c + dc < cols
-            )
-            for r in range(rows)
-            for c in range(cols)
-        )
+        self.neighbours = neighbour_table(rows, cols)
         self.counts = tuple(sum(n in mines for n in around) for around in self.neighbours)
         self.revealed = bytearray(rows * cols)
         self.flagged: set[int] = set()

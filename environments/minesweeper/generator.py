@@ -17,7 +17,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from environments.minesweeper.board import Minefield
+from environments.minesweeper.board import Minefield, neighbour_table
 
 _MAX_DRAWS = 100
 
@@ -61,7 +61,7 @@ def generate_layout(rng: random.Random, rows: int, cols: int, mines: int) -> Lay
     layout = None
     for _ in range(_MAX_DRAWS):
         start = rng.randrange(rows * cols)
-        free = Minefield(rows, cols, frozenset()).neighbours[start] + (start,)
+        free = neighbour_table(rows, cols)[start] + (start,)
         allowed = [cell for cell in range(rows * cols) if cell not in free]
         if len(allowed) < mines:
             continue  # a start by the edge frees fewer cells; one inside frees more
