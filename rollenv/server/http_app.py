@@ -62,7 +62,12 @@ Result = TypeVar("Result")
 
 
 class _JSONResponse(JSONResponse):
-    """JSON as Python writes it: a NaN reward stays a NaN instead of failing the reply."""
+    """JSON as Python writes it: a NaN reward stays a NaN instead of failing the reply.
+
+    The handlers of ``/reset``, ``/step`` and ``/state`` return it themselves: a returned dict
+    would first go through FastAPI's response validation and serialisation (a copy of the
+    reply, NaN turned to null) before this ``render``, on every request.
+    """
 
     def render(self, content: Any) -> bytes:
         return json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode()
@@ -145,17 +150,18 @@ def build_app(
 
     # ------------------------------------------------------------------ OpenEnv's HTTP form
     @app.post("/reset", summary="Open a session and start an episode (or a new one in a session)")
-    async def reset(http_request: Request) -> dict[str, Any]:
+    async def reset(http_request: Request) -> _JSONResponse:
         request = parse_request(ResetRequest, await http_request.body())
-        return await start_episode(request.session_id, request, replace=False)
+        return _JSONResponse(await start_episode(request.session_id, request, replace=False))
 
     @app.post("/step", summary="Play one reply in a session's episode")
-    async def step(http_request: Request) -> dict[str, Any]:
+    async def step(http_request: Request) -> _JSONResponse:
         request = parse_request(StepRequest, await http_request.body())
-        return transition_reply(await run(store.step, request.session_id, request.reply))
+        transition = await run(store.step, request.session_id, request.reply)
+        return _JSONResponse(transition_reply(transition))
 
     @app.get("/state", summary="A session's state (OpenEnv's episode_id and step_count)")
-    async def state(session_id: str | None = None) -> dict[str, Any]:
+    async def state(session_id: str | None = None) -> _JSONResponse:
         if session_id is None:
             raise ServerError(
                 422,
@@ -163,7 +169,7 @@ def build_app(
                 "bad request: session_id: required (GET /state?session_id=ID)",
                 problems=["session_id"],
             )
-        return await run(store.state, session_id)
+        return _JSONResponse(await run(store.state, session_id))
 
     @app.post("/sessions", summary="Open a session: make its env, without a reset")
     async def open_session(http_request: Request) -> dict[str, Any]:
