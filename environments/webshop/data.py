@@ -109,5 +109,5 @@ def shop_data(
         path = str(Path(data_path).expanduser().resolve())
         with _LOCK:
             return _load(0, 0, path, goal_source, DEFAULT_DIFFICULTY)
-    with _LOCK:
-        return _load(num_products, catalog_seed, None, goal_source, difficulty)
+    with _LOCK:  # goal_source names WebShop's files' instructions: one entry whatever it is
+        return _load(num_products, catalog_seed, None, "human", difficulty)

@@ -37,6 +37,8 @@ def test_the_default_is_the_paper_difficulty_with_5000_products():
         5000,
         "paper-5000-0",
     )
+    # goal_source only picks among WebShop's files' instructions: the generated shop is shared
+    assert rollenv.make("WebShop-v0", goal_source="synthetic").unwrapped.data is data
     easy = rollenv.make("WebShop-v0", difficulty="easy").unwrapped.data
     assert (easy.difficulty, len(easy.catalog), easy.catalog.key) == (
         "easy",
