@@ -18,10 +18,15 @@ Example:
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
+from typing import TypeVar
 
 from environments.searchqa.world import City, Company, Person, World
+
+E = TypeVar("E", Person, City, Company)
+F = TypeVar("F", Person, City, Company)
 
 
 @dataclass(frozen=True)
@@ -32,35 +37,40 @@ class Question:
     evidence: tuple[str, ...]
 
 
-def _one_hop(world: World) -> list[Callable[[random.Random], Question]]:
-    people, cities, companies = world.people, world.cities, world.companies
+Draw = Callable[[random.Random], Question]
 
-    def person(ask: str, fact: Callable[[Person], str]) -> Callable[[random.Random], Question]:
-        def draw(rng: random.Random) -> Question:
-            p = rng.choice(people)
-            return Question(ask.format(p.name), fact(p), (p.name,))
 
-        return draw
+def _about(entities: Sequence[E], ask: str, fact: Callable[[E], str]) -> Draw:
+    """A one-hop template: ``ask`` names a random entity, ``fact`` of it is the answer."""
 
-    def city(ask: str, fact: Callable[[City], str]) -> Callable[[random.Random], Question]:
-        def draw(rng: random.Random) -> Question:
-            c = rng.choice(cities)
-            return Question(ask.format(c.name), fact(c), (c.name,))
+    def draw(rng: random.Random) -> Question:
+        entity = rng.choice(entities)
+        return Question(ask.format(entity.name), fact(entity), (entity.name,))
 
-        return draw
+    return draw
 
-    def company(ask: str, fact: Callable[[Company], str]) -> Callable[[random.Random], Question]:
-        def draw(rng: random.Random) -> Question:
-            c = rng.choice(companies)
-            return Question(ask.format(c.name), fact(c), (c.name,))
 
-        return draw
+def _via(entities: Sequence[E], link: Callable[[E], F], ask: str, fact: Callable[[F], str]) -> Draw:
+    """A two-hop template: ``ask`` names a random entity, ``fact`` of the one it links to is
+    the answer."""
 
+    def draw(rng: random.Random) -> Question:
+        entity = rng.choice(entities)
+        linked = link(entity)
+        return Question(ask.format(entity.name), fact(linked), (entity.name, linked.name))
+
+    return draw
+
+
+def _one_hop(world: World) -> list[Draw]:
+    person = partial(_about, world.people)
+    city = partial(_about, world.cities)
+    company = partial(_about, world.companies)
     return [
         person("In which city was {} born?", lambda p: p.birth_city),
         person("In which year was {} born?", lambda p: str(p.birth_year)),
         person("What was the occupation of {}?", lambda p: p.occupation),
-        city("In which year was {} founded?", lambda c: str(c.founded)),
+        city("In which year was {} founded?", _founded),
         city("In which country is {}?", lambda c: c.country),
         city("On which river is {}?", lambda c: c.river),
         company("Who founded {}?", lambda c: c.founder),
@@ -69,34 +79,12 @@ def _one_hop(world: World) -> list[Callable[[random.Random], Question]]:
     ]
 
 
-def _two_hop(world: World) -> list[Callable[[random.Random], Question]]:
+def _two_hop(world: World) -> list[Draw]:
     person_by_name = {p.name: p for p in world.people}
     city_by_name = {c.name: c for c in world.cities}
-
-    def via_birth_city(ask: str, fact: Callable[[City], str]):
-        def draw(rng: random.Random) -> Question:
-            p = rng.choice(world.people)
-            c = city_by_name[p.birth_city]
-            return Question(ask.format(p.name), fact(c), (p.name, c.name))
-
-        return draw
-
-    def via_founder(ask: str, fact: Callable[[Person], str]):
-        def draw(rng: random.Random) -> Question:
-            company = rng.choice(world.companies)
-            founder = person_by_name[company.founder]
-            return Question(ask.format(company.name), fact(founder), (company.name, founder.name))
-
-        return draw
-
-    def via_headquarters(ask: str, fact: Callable[[City], str]):
-        def draw(rng: random.Random) -> Question:
-            company = rng.choice(world.companies)
-            c = city_by_name[company.headquarters]
-            return Question(ask.format(company.name), fact(c), (company.name, c.name))
-
-        return draw
-
+    via_birth_city = partial(_via, world.people, lambda p: city_by_name[p.birth_city])
+    via_founder = partial(_via, world.companies, lambda c: person_by_name[c.founder])
+    via_headquarters = partial(_via, world.companies, lambda c: city_by_name[c.headquarters])
     return [
         via_birth_city("In which year was the city where {} was born founded?", _founded),
         via_birth_city("In which country was {} born?", lambda c: c.country),
