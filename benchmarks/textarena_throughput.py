@@ -19,11 +19,11 @@ Run: ``python benchmarks/textarena_throughput.py --seconds 3``
 from __future__ import annotations
 
 import argparse
-import platform
 import time
 from dataclasses import asdict, dataclass
 
 from report import RESULTS_DIR, add_common_arguments, parse_arguments, write_report
+from table import print_table
 
 import rollenv
 from rollenv.policies import RandomPolicy, text_env_of
@@ -132,19 +132,22 @@ def main(argv: list[str] | None = None) -> dict:
     add_common_arguments(parser, default_json=RESULT, quick="0.5 s a side, 5 recorded episodes")
     args = parse_arguments(parser, argv, quick_defaults={"seconds": 0.5, "episodes": 5})
     rows = [measure(g.strip(), args.seconds, args.episodes) for g in args.games.split(",")]
-    header = f"{'game':24s} {'players':>7s} {'ours steps/s':>13s} {'TextArena steps/s':>18s}"
-    header += f" {'ratio':>6s}"
-    print(header)
-    print("-" * len(header))
-    for row in rows:
-        print(
-            f"{row.game:24s} {row.players:7d} {row.ours_per_second:13.0f} "
-            f"{row.direct_per_second:18.0f} {row.ratio:5.2f}x"
-        )
+    print_table(
+        ["game", "players", "ours steps/s", "TextArena steps/s", "ratio"],
+        [
+            [
+                row.game,
+                str(row.players),
+                f"{row.ours_per_second:.0f}",
+                f"{row.direct_per_second:.0f}",
+                f"{row.ratio:.2f}x",
+            ]
+            for row in rows
+        ],
+        "rollenv's adapter vs TextArena directly (same moves)",
+    )
     result = {
         "benchmark": "textarena_throughput",
-        "python": platform.python_version(),
-        "machine": platform.machine(),
         "seconds_per_side": args.seconds,
         "goal_ratio": 0.9,
         "games": [
