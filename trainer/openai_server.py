@@ -36,6 +36,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rollenv.server.serving import listening_socket
 from trainer.generation.actor import GeneratorActor
 from trainer.generation.base import GenerationOutput, SamplingParams
 
@@ -308,16 +309,6 @@ def build_app(server: GeneratorActor, model_name: str, *, max_tokens: int = 256)
         return {**head, "choices": choices, "usage": usage(prompt_ids, outputs)}
 
     return app
-
-
-def listening_socket(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
-    """A bound, listening TCP socket (``port=0``: a free port, read back with
-    ``getsockname()``). Connections made before the server runs wait in its backlog."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(128)
-    return sock
 
 
 def serve(

@@ -13,8 +13,6 @@ Example:
 
 from __future__ import annotations
 
-import socket
-
 from fastapi import FastAPI
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
@@ -67,8 +65,10 @@ def serve_site(store: ResultReader, host: str = "127.0.0.1", port: int = 8000) -
     """
     import uvicorn
 
+    from rollenv.server.serving import listening_socket
+
     # bound here rather than by uvicorn, which logs a failed bind and exits the process
-    listener = socket.create_server((host, port))
+    listener = listening_socket(host, port)
     server = uvicorn.Server(uvicorn.Config(make_app(store), log_level="info"))
     try:
         server.run(sockets=[listener])
