@@ -53,9 +53,7 @@ class RandomOpponent:
         self._rng = random.Random(seed)
 
     def moves(self, seat: int, prompt: str, transcript: str, candidates: list[str]) -> list[str]:
-        if len(candidates) <= self.max_tries:
-            return self._rng.sample(candidates, len(candidates))
-        return self._rng.sample(candidates, self.max_tries)
+        return self._rng.sample(candidates, min(len(candidates), self.max_tries))
 
 
 class OpenAIOpponent:

@@ -35,7 +35,7 @@ def test_every_installed_base_game_is_listed_once():
 
 
 def test_every_listed_game_is_registered_or_unavailable_with_a_reason():
-    unavailable = rollenv.registry.unavailable if hasattr(rollenv.registry, "unavailable") else {}
+    unavailable = rollenv.registry.unavailable
     for game in GAMES:
         reason = unmet_requirement(game)
         if reason is None:
@@ -44,8 +44,7 @@ def test_every_listed_game_is_registered_or_unavailable_with_a_reason():
             with pytest.raises(rollenv.EnvUnavailableError, match="not available here"):
                 rollenv.make(game.rollenv_id)
             assert reason.strip()
-            if unavailable:
-                assert game.rollenv_id in unavailable
+            assert game.rollenv_id in unavailable
 
 
 def test_every_registered_game_resets_and_steps_offline(tmp_path, monkeypatch):
