@@ -37,7 +37,15 @@ GYMNASIUM_NAMESPACE = "rollenv"
 
 
 class UnknownEnvError(gym.error.UnregisteredEnv):
-    """``make`` or ``spec`` was given an id that no registered env has."""
+    """``make`` or ``spec`` was given an id that no registered env has.
+
+    Attributes:
+        close_matches: the registered ids that look like it, closest first (at most 5).
+    """
+
+    def __init__(self, message: str, close_matches: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.close_matches = close_matches or []
 
 
 class EnvUnavailableError(gym.error.Error):
@@ -252,9 +260,10 @@ class EnvRegistry(Mapping[str, EnvSpec]):
         if wanted in unavailable:
             entry = unavailable[wanted]
             raise EnvUnavailableError(entry.id, entry.reason)
-        raise UnknownEnvError(self._unknown_message(env_id))
+        close = self._close_matches(env_id)
+        raise UnknownEnvError(self._unknown_message(env_id, close), close)
 
-    def _unknown_message(self, env_id: str) -> str:
+    def _close_matches(self, env_id: str) -> list[str]:
         ids = sorted(self._specs)
         close = difflib.get_close_matches(env_id, ids, n=5, cutoff=0.5)
         lowered = {i.lower(): i for i in ids}
@@ -263,11 +272,14 @@ class EnvRegistry(Mapping[str, EnvSpec]):
             for m in difflib.get_close_matches(env_id.lower(), list(lowered), n=5, cutoff=0.5)
             if lowered[m] not in close
         ]
+        return close[:5]
+
+    def _unknown_message(self, env_id: str, close: list[str]) -> str:
         message = f"No rollenv environment with id {env_id!r}."
         if close:
-            message += " Did you mean: " + ", ".join(repr(c) for c in close[:5]) + "?"
+            message += " Did you mean: " + ", ".join(repr(c) for c in close) + "?"
         else:
-            message += f" Registered ids: {', '.join(ids) or '(none)'}."
+            message += f" Registered ids: {', '.join(sorted(self._specs)) or '(none)'}."
         if self.plugin_failures:
             names = ", ".join(f.name for f in self.plugin_failures)
             message += f" (Plugins that failed to load: {names}.)"

@@ -29,7 +29,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import difflib
 import inspect
 import threading
 import time
@@ -384,7 +383,7 @@ def make_env(env_id: str, kwargs: dict[str, Any]) -> gym.Env:
             ErrorCode.UNKNOWN_ENV,
             str(error),
             env_id=env_id,
-            close_matches=close_matches(env_id),
+            close_matches=error.close_matches,
         ) from None
     except EnvUnavailableError as error:
         raise ServerError(
@@ -429,18 +428,6 @@ def _canonical_id(env_id: str) -> str:
         return rollenv.spec(env_id).id
     except Exception:  # an unknown id: opening it will say so
         return env_id
-
-
-def close_matches(env_id: str, limit: int = 5) -> list[str]:
-    """Registered ids that look like ``env_id``, closest first (case is ignored).
-
-    Example:
-        >>> close_matches("frozenlake-v1")[0]
-        'FrozenLake-v0'
-    """
-    by_lower = {registered.lower(): registered for registered in rollenv.registry}
-    found = difflib.get_close_matches(env_id.lower(), list(by_lower), n=limit, cutoff=0.5)
-    return [by_lower[match] for match in found]
 
 
 def allowed_kwargs(env_id: str) -> list[str]:
