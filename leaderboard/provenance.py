@@ -10,6 +10,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import os
 import subprocess
@@ -22,7 +23,9 @@ from leaderboard.suites import Suite
 __all__ = ["env_versions", "git_commit", "make_provenance", "rollenv_version"]
 
 
+@functools.cache
 def rollenv_version() -> str:
+    """The installed rollenv's version (``unknown`` when it is not installed as a package)."""
     try:
         return importlib.metadata.version("rollenv")
     except importlib.metadata.PackageNotFoundError:

@@ -20,16 +20,15 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import re
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
 
 import jinja2
 from markupsafe import Markup
 
+from leaderboard.provenance import rollenv_version
 from leaderboard.records import Board, BoardRow, EnvResult, EpisodeSummary, TrainingPoint
 from leaderboard.site import formatting, paths
 from leaderboard.site.catalog import Catalog, ResultReader
@@ -252,7 +251,7 @@ class Site:
             root=paths.root_of(path),
             path=path,
             generated=self._generated,
-            rollenv_version=_rollenv_version(),
+            rollenv_version=rollenv_version(),
             **context,
         )
 
@@ -362,7 +361,7 @@ def not_found_page(message: str, path: str = "") -> str:
         title="Not found",
         message=message,
         generated=formatting.moment(time.time()),
-        rollenv_version=_rollenv_version(),
+        rollenv_version=rollenv_version(),
     )
 
 
@@ -382,11 +381,3 @@ def _success(point: TrainingPoint) -> float | None:
         if name in metrics:
             return float(metrics[name])
     return None
-
-
-@functools.cache
-def _rollenv_version() -> str:
-    try:
-        return version("rollenv")
-    except PackageNotFoundError:
-        return "unknown"
