@@ -22,7 +22,6 @@ from leaderboard.records import (
     BoardRow,
     EpisodeRecord,
     EpisodeSummary,
-    EvalSummary,
     TrainingPoint,
 )
 from leaderboard.site.formatting import checkpoint_of
@@ -66,10 +65,6 @@ class Catalog:
             for run_id, points in sorted(store.training_runs().items())
         }
         return cls(boards, runs)
-
-    def evaluations(self) -> list[EvalSummary]:
-        """Every evaluation on a board, in board order."""
-        return [row.evaluation for board in self.boards for row in board.rows]
 
     def models(self) -> dict[str, list[tuple[Board, BoardRow]]]:
         """Model name -> its rows, board by board (a model may have several evaluations)."""
