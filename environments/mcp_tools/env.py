@@ -46,6 +46,8 @@ from rollenv.actions import AnswerFormat
 from rollenv.text_env import TextEnv
 
 SERVER_COMMAND = (sys.executable, "-m", "environments.mcp_tools.server")
+#: the server's tools whose name starts with this are the env's (``admin_load_world``), never
+#: listed to or called by the agent
 ADMIN_PREFIX = "admin_"
 SHOWN_RESULT_CHARS = 2000
 _EXAMPLE_CALL = 'call[read_file]{"path": "notes/readme.txt"}'
@@ -150,12 +152,16 @@ class MCPToolsEnv(TextEnv):
         """The env's live server connection, started (or taken from the idle pool) if needed."""
         slot = self._slot
         if slot.connection is None or not slot.connection.alive:
-            if slot.connection is not None:
-                slot.connection.close()
-            slot.connection = None
+            self._drop_connection()
             slot.connection = acquire(self.server_command)
             self._world_loaded = False
         return slot.connection
+
+    def _drop_connection(self) -> None:
+        """Stops the env's server, if it has one; the next call starts another."""
+        connection, self._slot.connection = self._slot.connection, None
+        if connection is not None:
+            connection.close()
 
     @property
     def tools(self) -> list[ToolSpec]:
@@ -258,9 +264,7 @@ class MCPToolsEnv(TextEnv):
             result = self._call(name, arguments)
         except MCPServerError as error:
             # the server died or hung: drop it; the next call starts another with this world
-            connection, self._slot.connection = self._slot.connection, None
-            if connection is not None:
-                connection.close()
+            self._drop_connection()
             return _shorten(f"Error: the MCP server failed ({error}); try again")
         text = _SDK_PREFIX.sub("", _DOCS_LINK.sub("", result.text))
         return _shorten(f"Error: {text}" if result.is_error else text or "(empty result)")
@@ -281,9 +285,7 @@ class MCPToolsEnv(TextEnv):
 
     def close(self) -> None:
         """Stops the env's MCP server process."""
-        connection, self._slot.connection = self._slot.connection, None
-        if connection is not None:
-            connection.close()
+        self._drop_connection()
         super().close()
 
 

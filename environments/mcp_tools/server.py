@@ -17,9 +17,6 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from environments.mcp_tools.calculator import calculate as evaluate
 
-#: tools whose name starts with this are the env's, never listed to or called by the agent
-ADMIN_PREFIX = "admin_"
-
 server = MCPServer("rollenv-office", log_level="ERROR")
 _files: dict[str, str] = {}
 _tables: dict[str, dict[str, str]] = {}
