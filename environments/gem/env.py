@@ -39,8 +39,9 @@ import warnings
 from typing import Any, ClassVar
 
 from environments.gem.catalog import BY_GEM_ID, GemEntry
-from environments.gem.runtime import GlobalRandomGuard, import_gem
+from environments.gem.runtime import import_gem
 from rollenv.actions import AnswerFormat
+from rollenv.global_random import GlobalRandomState, global_state_restored
 from rollenv.text_env import MAX_TEXT_LENGTH, TextEnv
 
 # what the observation space cannot hold (see rollenv.text_env): control bytes, astral planes
@@ -77,13 +78,13 @@ def gem_move(answer: str) -> str:
     return answer if "\\boxed" in answer or "\\fbox" in answer else f"\\boxed{{{answer}}}"
 
 
-def _new_gem_env(entry: GemEntry, guard: GlobalRandomGuard) -> Any:
+def _new_gem_env(entry: GemEntry) -> Any:
     prototype = _PROTOTYPES.get(entry.gem_id)
     if prototype is None:
         registration = import_gem()
         # GEM's constructors play an unseeded reset; reasoning-gym's arc_agi leaves a data file
         # for the garbage collector to close (a ResourceWarning that is none of the caller's)
-        with guard.reseeding(), warnings.catch_warnings():
+        with global_state_restored(), warnings.catch_warnings():
             warnings.simplefilter("ignore", ResourceWarning)
             prototype = registration.make(entry.gem_id)
             gc.collect()
@@ -129,7 +130,9 @@ class GemEnv(TextEnv):
         rules = entry.rules
         self._draws_in_step = rules is not None and rules.draws_in_step
         self._seeds_itself = rules is not None and not rules.reset_uses_seed
-        self._guard = GlobalRandomGuard()
+        # a reset with a seed reseeds numpy's global generator too: a game's is kept apart (a
+        # task's is left reseeded as GEM's own reset leaves it; no GEM step draws from numpy)
+        self._random = GlobalRandomState(numpy=entry.kind == "game" and not self._seeds_itself)
         self._gem: Any = None
         self._rules = ""
         self._text = ""
@@ -162,15 +165,16 @@ class GemEnv(TextEnv):
 
     def _new_episode(self, rng: random.Random, options: dict[str, Any] | None) -> None:
         if self._gem is None:
-            self._gem = _new_gem_env(self.entry, self._guard)
+            self._gem = _new_gem_env(self.entry)
         for attempt in range(RESET_ATTEMPTS):
             seed = rng.getrandbits(31)
             try:
                 if self._seeds_itself:
-                    with self._guard.seeded(seed, keep_state=self._draws_in_step):
+                    self._random.seed(seed)
+                    with self._random:
                         observation, info = self._gem.reset(seed=None)
                 else:  # reasoning-gym picks its question by the seed; Sokoban passes it on
-                    with self._guard.reseeding(restore_numpy=self.entry.kind == "game"):
+                    with self._random:
                         observation, info = self._gem.reset(seed=seed)
                 break
             except Exception as error:  # noqa: BLE001 - GEM may fail on one seed; try another
@@ -231,7 +235,7 @@ class GemEnv(TextEnv):
         move = gem_move(answer)
         try:
             if self._draws_in_step:
-                with self._guard.drawing():
+                with self._random:
                     observation, reward, terminated, truncated, gem_info = self._gem.step(move)
             else:  # the step draws nothing from the global generators: no state to swap
                 observation, reward, terminated, truncated, gem_info = self._gem.step(move)

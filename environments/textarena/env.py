@@ -48,10 +48,10 @@ from collections.abc import Callable, Hashable
 from typing import Any, ClassVar
 
 from environments.textarena.games import GAMES_BY_ID, Game, unmet_requirement
-from environments.textarena.global_rng import GlobalRandomState
 from environments.textarena.moves import bracketed_tokens, candidate_moves, expand_template
 from environments.textarena.opponents import make_opponent
 from rollenv.actions import AnswerFormat
+from rollenv.global_random import GlobalRandomState
 from rollenv.text_env import TextEnv
 
 GAME_ID = -1  # TextArena's sender id of the game's own messages

@@ -1,14 +1,14 @@
 """``GlobalRandomState``: one env's own generator behind the process-wide ``random`` functions.
 
-TextArena's games draw from the global ``random`` module (``State`` seeds it on reset), a few from
-numpy's global generator. Two envs in one process would then draw from one stream, and each
-one's episodes would depend on the other's calls. Each env keeps its own ``random.Random`` and,
-around every call into TextArena, points the ``random`` module's functions (``random.choice``,
-``random.seed``...) at it, under one lock for the process, so that envs stepped in any
-interleaving (or in threads) give what each gives alone. Rebinding some 20 module attributes
-costs about a microsecond, where ``getstate``/``setstate`` of the shared generator cost ten;
-numpy's global state, which has no such functions to rebind, is swapped with its
-``get_state``/``set_state`` for the games that use it.
+Games adapted from other libraries (TextArena, GEM) draw from the global ``random`` module and
+reseed it on reset, a few numpy's global generator too. Two envs in one process would then draw
+from one stream, and each one's episodes would depend on the other's calls. Each env keeps its
+own ``random.Random`` and, around every call into the library, points the ``random`` module's
+functions (``random.choice``, ``random.seed``...) at it, under one lock for the process, so that
+envs stepped in any interleaving (or in threads) give what each gives alone. Rebinding some 20
+module attributes costs about a microsecond, where ``getstate``/``setstate`` of the shared
+generator cost ten; numpy's global state, which has no such functions to rebind, is swapped with
+its ``get_state``/``set_state`` for the games that use it.
 
 Example:
     >>> import random
@@ -25,12 +25,16 @@ from __future__ import annotations
 
 import random
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import TracebackType
 from typing import Any
 
 import numpy as np
 
-_LOCK = threading.RLock()
+#: held by every ``GlobalRandomState`` inside ``with``, and by ``global_state_restored``: one
+#: lock for the process, so no two adapters ever swap the global generators at once
+LOCK = threading.RLock()
 #: the ``random`` module's functions that are methods of its hidden shared generator
 _FUNCTIONS = tuple(
     name
@@ -63,7 +67,7 @@ class GlobalRandomState:
         )
 
     def __enter__(self) -> GlobalRandomState:
-        _LOCK.acquire()
+        LOCK.acquire()
         outer_numpy = np.random.get_state() if self.numpy else None
         # the module's own functions, unless another env (or anyone) has rebound them
         unbound = _MODULE["random"] is _ORIGINAL["random"]
@@ -87,7 +91,7 @@ class GlobalRandomState:
                 self._numpy_state = np.random.get_state()
                 np.random.set_state(outer_numpy)
         finally:
-            _LOCK.release()
+            LOCK.release()
 
     def snapshot(self) -> tuple[Any, Any]:
         """The private state, to try something and then ``restore`` it (a dry run)."""
@@ -97,3 +101,24 @@ class GlobalRandomState:
         """Puts back a state taken by ``snapshot``."""
         state, self._numpy_state = snapshot
         self._generator.setstate(state)
+
+
+@contextmanager
+def global_state_restored() -> Iterator[None]:
+    """Runs a call that may draw from or reseed the global generators (Python's and numpy's),
+    and puts both back as they were afterwards, under ``LOCK``.
+
+    Example:
+        >>> before = random.getstate()
+        >>> with global_state_restored():
+        ...     random.seed(7)
+        >>> random.getstate() == before
+        True
+    """
+    with LOCK:
+        python_state, numpy_state = random.getstate(), np.random.get_state()
+        try:
+            yield
+        finally:
+            random.setstate(python_state)
+            np.random.set_state(numpy_state)
