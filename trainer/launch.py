@@ -106,28 +106,24 @@ def _leaderboard_suite(args: argparse.Namespace) -> Suite | None:
 
 
 def _evaluate_final_checkpoint(args: argparse.Namespace, config: Config, suite: Suite) -> int:
-    """``--leaderboard``: the newest checkpoint's model on ``suite``, into ``--db``."""
+    """``--leaderboard``: the newest checkpoint's model on ``suite``, into ``--db``, as
+    ``roll-agent eval`` runs it (its parser supplies every other setting's default)."""
     from trainer.checkpoint import latest_checkpoint
-    from trainer.eval_commands import run_suite_eval
+    from trainer.eval_commands import add_eval_command
 
     checkpoint = latest_checkpoint(Path(config.train.output_dir))
     if checkpoint is None:
         print("no checkpoint to evaluate on the leaderboard")
         return 1
-    eval_args = argparse.Namespace(
-        suite=str(suite.path),
-        model=str(checkpoint / "model"),
-        db=getattr(args, "db", None),
-        force=False,
-        temperature=0.0,
-        seed=0,
-        max_new_tokens=config.sampling.max_new_tokens,
-        tokenizer=None,
-        chunk=32,
-        backend="continuous",
-        command_line=["eval", "--suite", suite.label, "--model", str(checkpoint / "model")],
-    )
-    return run_suite_eval(eval_args)
+    model = str(checkpoint / "model")
+    options = ["--model", model, "--max-new-tokens", str(config.sampling.max_new_tokens)]
+    if getattr(args, "db", None):
+        options += ["--db", args.db]
+    parser = argparse.ArgumentParser(prog="roll-agent")
+    add_eval_command(parser.add_subparsers(), run_env_eval=None)  # type: ignore[arg-type]
+    eval_args = parser.parse_args(["eval", "--suite", str(suite.path), *options])
+    eval_args.command_line = ["eval", "--suite", suite.label, *options]
+    return eval_args.handler(eval_args)
 
 
 def _summary(
