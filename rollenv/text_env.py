@@ -26,6 +26,7 @@ Example:
 from __future__ import annotations
 
 import random
+import re
 from abc import abstractmethod
 from collections.abc import Hashable
 from typing import Any, ClassVar
@@ -39,7 +40,19 @@ from rollenv.reward_tolerance import RewardTolerance
 # Every character an LLM may write, except UTF-16 surrogates (not valid in a Python str that
 # came from decoded text). Built once: gymnasium indexes the charset of a Text space.
 _ANY_CHARACTER = frozenset(chr(c) for c in range(0x20, 0xD800)) | frozenset("\n\t\r")
+#: one character outside that set (control bytes, surrogates, astral planes)
+OUTSIDE_TEXT_SPACE = re.compile(r"[^\t\n\r\x20-\ud7ff]")
 MAX_TEXT_LENGTH = 1 << 16
+
+
+def in_text_space(text: str, replacement: str = "?") -> str:
+    """``text`` with every character an observation may not hold replaced by ``replacement``.
+
+    Example:
+        >>> in_text_space("ok\\x00 \\U0001f600")
+        'ok? ?'
+    """
+    return OUTSIDE_TEXT_SPACE.sub(replacement, text)
 
 
 def text_space(max_length: int = MAX_TEXT_LENGTH, min_length: int = 0) -> spaces.Text:

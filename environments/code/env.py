@@ -31,18 +31,16 @@ from environments.code.data import Problem, load_humaneval, load_jsonl
 from environments.code.harness import count_tests, harness_program, harness_stdin, parse_results
 from environments.code.stubs import STUB_RETURNS, stub_source
 from rollenv.actions import AnswerFormat
-from rollenv.text_env import TextEnv
+from rollenv.text_env import TextEnv, in_text_space
 
 _FENCE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
 _IMPORT = re.compile(r"^(?:from\s+\S+\s+import\s+.+|import\s+.+)$", re.MULTILINE)
-# characters an observation may hold (TextEnv's text space): printable, newline, tab
-_UNPRINTABLE = re.compile(r"[^\n\t\r\x20-\ud7ff]")
 FEEDBACK_CHARS = 1500
 
 
 def clean_text(text: str) -> str:
     """Replaces characters outside the observation space (control bytes, astral planes)."""
-    return _UNPRINTABLE.sub("?", text)
+    return in_text_space(text)
 
 
 def extract_code(reply: str, answer_format: AnswerFormat) -> str | None:

@@ -42,10 +42,9 @@ from environments.gem.catalog import BY_GEM_ID, GemEntry
 from environments.gem.runtime import import_gem
 from rollenv.actions import AnswerFormat
 from rollenv.global_random import GlobalRandomState, global_state_restored
-from rollenv.text_env import MAX_TEXT_LENGTH, TextEnv
+from rollenv.text_env import MAX_TEXT_LENGTH, OUTSIDE_TEXT_SPACE, TextEnv
 
 # what the observation space cannot hold (see rollenv.text_env): control bytes, astral planes
-_OUTSIDE_SPACE = re.compile(r"[^\x20-\ud7ff\n\t\r]")
 _ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 # GEM's reward for a move it cannot parse (gem.utils.constants.LanguageGameReward)
 GEM_FORMAT_ERROR_REWARD = -0.1
@@ -64,7 +63,7 @@ def observable(text: str) -> str:
         'a\\\\x00b \\\\U0001f600'
     """
     if not (text.isascii() and _ASCII_CONTROL.search(text) is None):
-        text = _OUTSIDE_SPACE.sub(lambda m: m.group().encode("unicode_escape").decode(), text)
+        text = OUTSIDE_TEXT_SPACE.sub(lambda m: m.group().encode("unicode_escape").decode(), text)
     return text[:MAX_TEXT_LENGTH]
 
 

@@ -43,7 +43,7 @@ from environments.mcp_tools.client import (
 )
 from environments.mcp_tools.world import DIFFICULTIES, Task, World, generate, is_correct, numbers_in
 from rollenv.actions import AnswerFormat
-from rollenv.text_env import TextEnv
+from rollenv.text_env import TextEnv, in_text_space
 
 SERVER_COMMAND = (sys.executable, "-m", "environments.mcp_tools.server")
 #: the server's tools whose name starts with this are the env's (``admin_load_world``), never
@@ -53,7 +53,6 @@ SHOWN_RESULT_CHARS = 2000
 _EXAMPLE_CALL = 'call[read_file]{"path": "notes/readme.txt"}'
 _CALL = re.compile(r"call\[([A-Za-z_][\w.-]*)\]\s*(\{.*\})?", re.IGNORECASE | re.DOTALL)
 _ANSWER = re.compile(r"answer\[(.*)\]", re.IGNORECASE | re.DOTALL)
-_UNPRINTABLE = re.compile(r"[^\t\n\r\x20-\ud7ff]")
 # pydantic's validation messages end with a link to its docs: noise for an agent
 _DOCS_LINK = re.compile(r"\n\s*For further information visit \S+")
 # the SDK's own prefix of a failed tool's message; the observation says "Error:" already
@@ -230,7 +229,7 @@ class MCPToolsEnv(TextEnv):
             verdict = "That is right." if self.correct else "That is wrong."
             text += f"\n\nYour answer: {self.answer}\n{verdict}"
         text += f"\n\nActions left: {self.max_actions - self.actions_taken}"
-        return _UNPRINTABLE.sub("?", text)
+        return in_text_space(text)
 
     def _parse_action(self, text: str) -> tuple[str, Any] | None:
         call = _CALL.fullmatch(text)

@@ -31,13 +31,11 @@ from environments.text_to_sql.questions import TEMPLATES
 from environments.text_to_sql.results import same_result
 from environments.text_to_sql.schema import DOMAINS
 from rollenv.actions import AnswerFormat
-from rollenv.text_env import TextEnv
+from rollenv.text_env import TextEnv, in_text_space
 
 SHOWN_ROWS = 20
 SHOWN_CELL_CHARS = 60
 SHOWN_QUERY_CHARS = 2000
-# characters outside the observation space (control bytes, surrogates, astral planes)
-_UNPRINTABLE = re.compile(r"[^\t\n\r\x20-\ud7ff]")
 _INTERACTIVE_ACTION = re.compile(r"(sql|answer)\[(.*)\]", re.IGNORECASE | re.DOTALL)
 
 
@@ -191,7 +189,7 @@ class TextToSQLEnv(TextEnv):
                 f"\n\n{self._last_query_heading()}:\n{_shorten(self.last_query)}\n"
                 f"Result:\n{format_result(self.last_result)}{verdict}"
             )
-        return _UNPRINTABLE.sub("?", text + self._budget_line())
+        return in_text_space(text + self._budget_line())
 
     def _last_query_heading(self) -> str:
         return "Your answer"
