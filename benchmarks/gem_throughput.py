@@ -3,11 +3,14 @@
 For each env, the same moves are played both ways in one process, in alternating chunks (so a
 busy machine slows both alike): ours through ``rollenv.make(env_id)`` with every reply written
 ``<answer>move</answer>`` (Gymnasium's wrappers, the answer parsing, the global-RNG isolation
-included), GEM's through ``gem.make(gem_id)`` with ``\\boxed{move}``. Each side resets with the
-same seeds when an episode ends; resets count in the time, only steps in the count. The moves
-are the env's ``action_words`` drawn by a seeded RNG, identical on both sides.
+included), GEM's through ``gem.make(gem_id)`` with ``\\boxed{move}``. Both sides play the same
+episodes: when one ends, ours resets with the next of 64 seeds, GEM with the seed the adapter
+reported for it (``info["gem_seed"]``, recorded beforehand, untimed), which starts the same
+game or question. Resets count in the time, only steps in the count. The moves are the env's
+``action_words`` drawn by a seeded RNG, identical on both sides.
 
-Prints a table (steps/s each way, and ours over GEM's) and the geometric mean of the ratios
+Prints a table (steps/s each way, ours over GEM's, and the microseconds the adapter adds to a
+step, resets included) and the geometric mean of the ratios
 (goal: >= 0.9x), and writes the figures to JSON.
 
 Run (from the repository root)::
@@ -47,6 +50,7 @@ DEFAULT_ENVS = (
     "gem/LetterCounting-v0",
 )
 CHUNKS = 6  # alternations per env and side
+EPISODE_SEEDS = 64  # episodes cycled through, the same ones on both sides
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -65,11 +69,15 @@ class Side:
     """One way of playing: a reset and a step function, its moves, and what it counted."""
 
     def __init__(
-        self, reset: Callable[[int], Any], step: Callable[[str], tuple], wrap: Callable[[str], str]
+        self,
+        reset: Callable[[int], Any],
+        step: Callable[[str], tuple],
+        wrap: Callable[[str], str],
+        seeds: list[int],
     ) -> None:
-        self.reset, self.step, self.wrap = reset, step, wrap
-        self.steps, self.seconds, self.seed, self.move = 0, 0.0, 0, 0
-        self.reset(self.seed)
+        self.reset, self.step, self.wrap, self.seeds = reset, step, wrap, seeds
+        self.steps, self.seconds, self.episode, self.move = 0, 0.0, 0, 0
+        self.reset(self.seeds[0])
 
     def run(self, moves: list[str], seconds: float) -> None:
         """Plays ``moves`` in order (cycling) for about ``seconds``, resetting on episode ends."""
@@ -82,8 +90,8 @@ class Side:
                 self.move += 1
                 steps += 1
                 if result[2] or result[3]:
-                    self.seed += 1
-                    self.reset(self.seed)
+                    self.episode += 1
+                    self.reset(self.seeds[self.episode % len(self.seeds)])
             if time.perf_counter() >= deadline:
                 break
         self.steps += steps
@@ -100,13 +108,23 @@ def measure(env_id: str, seconds: float) -> dict[str, Any]:
     theirs = import_gem().make(entry.gem_id)
     rng = random.Random(0)
     moves = [rng.choice(text_env_of(ours).action_words) for _ in range(997)]
+    seeds = list(range(EPISODE_SEEDS))
+    recorder = rollenv.make(env_id)
+    gem_seeds = [recorder.reset(seed=seed)[1]["gem_seed"] for seed in seeds]
+
+    def gem_reset(seed: int) -> Any:
+        if entry.kind == "task":
+            theirs.idx = 0  # as the adapter does: GEM's 500-reset dataset switch off (env.py)
+        return theirs.reset(seed=seed)
+
     sides = {
         "ours": Side(
-            lambda seed: ours.reset(seed=seed), ours.step, lambda move: f"<answer>{move}</answer>"
+            lambda seed: ours.reset(seed=seed),
+            ours.step,
+            lambda move: f"<answer>{move}</answer>",
+            seeds,
         ),
-        "gem": Side(
-            lambda seed: theirs.reset(seed=seed), theirs.step, lambda move: f"\\boxed{{{move}}}"
-        ),
+        "gem": Side(gem_reset, theirs.step, lambda move: f"\\boxed{{{move}}}", gem_seeds),
     }
     for _ in range(CHUNKS):
         for side in sides.values():
@@ -116,6 +134,8 @@ def measure(env_id: str, seconds: float) -> dict[str, Any]:
         for name, s in sides.items()
     }
     figures["ratio"] = sides["ours"].rate / sides["gem"].rate
+    # what the adapter adds to each step (its share of the resets included), in microseconds
+    figures["adapter_us_per_step"] = 1e6 / sides["ours"].rate - 1e6 / sides["gem"].rate
     return figures
 
 
@@ -141,12 +161,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{f['ours']['steps_per_s']:.0f}",
             f"{f['gem']['steps_per_s']:.0f}",
             f"{f['ratio']:.2f}x",
+            f"{f['adapter_us_per_step']:.1f}",
         ]
         for env_id, f in per_env.items()
     ]
     geomean = math.exp(sum(math.log(f["ratio"]) for f in per_env.values()) / len(per_env))
     print_table(
-        ["env", "ours steps/s", "GEM steps/s", "ours / GEM"],
+        ["env", "ours steps/s", "GEM steps/s", "ours / GEM", "adapter µs/step"],
         rows,
         "GEM through rollenv vs GEM directly (same moves, same process, alternating chunks)",
     )
@@ -154,7 +175,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     write_report(
         args.json,
         {
-            "settings": {"seconds": args.seconds, "envs": args.envs, "chunks": CHUNKS},
+            "settings": {
+                "seconds": args.seconds,
+                "envs": args.envs,
+                "chunks": CHUNKS,
+                "episode_seeds": EPISODE_SEEDS,
+            },
             "per_env": per_env,
             "geomean_ratio": geomean,
         },

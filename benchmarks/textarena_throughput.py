@@ -61,6 +61,11 @@ class Row:
     def ratio(self) -> float:
         return self.ours_per_second / self.direct_per_second
 
+    @property
+    def adapter_us_per_step(self) -> float:
+        """What the adapter adds to each step (its share of the resets included), in µs."""
+        return 1e6 / self.ours_per_second - 1e6 / self.direct_per_second
+
 
 def record(game: str, episodes: int) -> list[Episode]:
     """Random-policy episodes through the adapter: the replies and the moves TextArena got."""
@@ -133,7 +138,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = parse_arguments(parser, argv, quick_defaults={"seconds": 0.5, "episodes": 5})
     rows = [measure(g.strip(), args.seconds, args.episodes) for g in args.games.split(",")]
     print_table(
-        ["game", "players", "ours steps/s", "TextArena steps/s", "ratio"],
+        ["game", "players", "ours steps/s", "TextArena steps/s", "ratio", "adapter µs/step"],
         [
             [
                 row.game,
@@ -141,6 +146,7 @@ def main(argv: list[str] | None = None) -> dict:
                 f"{row.ours_per_second:.0f}",
                 f"{row.direct_per_second:.0f}",
                 f"{row.ratio:.2f}x",
+                f"{row.adapter_us_per_step:.1f}",
             ]
             for row in rows
         ],
@@ -156,6 +162,7 @@ def main(argv: list[str] | None = None) -> dict:
                 "ours_steps_per_second": round(row.ours_per_second, 1),
                 "textarena_steps_per_second": round(row.direct_per_second, 1),
                 "ratio": round(row.ratio, 3),
+                "adapter_us_per_step": round(row.adapter_us_per_step, 2),
             }
             for row in rows
         ],

@@ -60,8 +60,11 @@ class GlobalRandomState:
 
     def seed(self, seed: int) -> None:
         """Restarts the private state from ``seed``."""
-        self._generator = random.Random(seed)
-        self._functions = {name: getattr(self._generator, name) for name in _FUNCTIONS}
+        if hasattr(self, "_generator"):  # reseeded in place: the bound functions stay valid
+            self._generator.seed(seed)
+        else:
+            self._generator = random.Random(seed)
+            self._functions = {name: getattr(self._generator, name) for name in _FUNCTIONS}
         self._numpy_state = (
             np.random.RandomState(seed % (1 << 32)).get_state() if self.numpy else None
         )

@@ -133,6 +133,9 @@ class GemEnv(TextEnv):
         # task's is left reseeded as GEM's own reset leaves it; no GEM step draws from numpy)
         self._random = GlobalRandomState(numpy=entry.kind == "game" and not self._seeds_itself)
         self._gem: Any = None
+        #: the seed GEM's ``reset`` got (or that seeded the game's draws): GEM's own env,
+        #: ``reset(seed=gem_seed)``, starts the same episode
+        self.gem_seed: int | None = None
         self._rules = ""
         self._text = ""
         self._state_key: Any = None
@@ -165,6 +168,10 @@ class GemEnv(TextEnv):
     def _new_episode(self, rng: random.Random, options: dict[str, Any] | None) -> None:
         if self._gem is None:
             self._gem = _new_gem_env(self.entry)
+        if self.entry.kind == "task":
+            # GEM's task env draws a new dataset every 500 resets (its ``idx``), so a seed would
+            # give another question on an env that has reset often: keep to the first dataset
+            self._gem.idx = 0
         for attempt in range(RESET_ATTEMPTS):
             seed = rng.getrandbits(31)
             try:
@@ -182,6 +189,7 @@ class GemEnv(TextEnv):
                         f"GEM could not reset {self.entry.gem_id} in {RESET_ATTEMPTS} tries: "
                         f"{type(error).__name__}: {error}"
                     ) from error
+        self.gem_seed = seed
         self._rules = observation
         self._text = self._compose(observation, info)
         self._state_key = self._gem_state_key(info)
@@ -190,6 +198,10 @@ class GemEnv(TextEnv):
 
     def _observation(self) -> str:
         return self._text
+
+    def _reset_info(self) -> dict[str, Any]:
+        # GEM itself, reset with this seed, starts the same episode (see tests/.../test_env.py)
+        return {"gem_seed": self.gem_seed}
 
     def _parse_action(self, text: str) -> str:
         return text

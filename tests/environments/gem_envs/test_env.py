@@ -9,6 +9,7 @@ import pytest
 
 import rollenv
 from environments.gem.env import GemEnv, gem_move, observable
+from environments.gem.runtime import import_gem
 from rollenv.policies import RandomPolicy, text_env_of
 
 from .conftest import REGISTERED, SLOW_GEM_IDS
@@ -170,3 +171,25 @@ def test_the_callers_global_generators_are_left_as_they_were(entry):
     assert all(np.array_equal(a, b) for a, b in zip(numpy_now, numpy_after_reset, strict=True))
     if entry.kind == "game":  # a task's reset reseeds numpy as GEM's does (see runtime.py)
         assert all(np.array_equal(a, b) for a, b in zip(numpy_now, numpy_state, strict=True))
+
+
+def test_a_seed_gives_the_same_question_however_often_the_env_has_reset():
+    # GEM's task env moves to a new dataset every 500 resets; the adapter must not follow
+    env = rollenv.make("gem/Gcd-v0")
+    first, _ = env.reset(seed=3)
+    for seed in range(600):
+        env.reset(seed=1000 + seed)
+    assert env.reset(seed=3)[0] == first
+
+
+@pytest.mark.parametrize(
+    "env_id", ["gem/MastermindHard-v0", "gem/Game2048Easy-v0", "gem/Gcd-v0", "gem/Sudoku-v0"]
+)
+def test_gem_reset_with_the_reported_seed_starts_the_same_episode(env_id):
+    env = rollenv.make(env_id)
+    entry = text_env_of(env).entry
+    theirs = import_gem().make(entry.gem_id)
+    for seed in (0, 1):
+        obs, info = env.reset(seed=seed)
+        gem_obs, gem_info = theirs.reset(seed=info["gem_seed"])
+        assert text_env_of(env)._compose(gem_obs, gem_info) == obs
