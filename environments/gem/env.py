@@ -77,6 +77,30 @@ def gem_move(answer: str) -> str:
     return answer if "\\boxed" in answer or "\\fbox" in answer else f"\\boxed{{{answer}}}"
 
 
+class RememberedItems:
+    """A reasoning-gym dataset whose items are generated once each, then remembered.
+
+    An item is a function of its index alone (reasoning-gym seeds each from ``seed + index``),
+    and some take long to generate (a Futoshiki puzzle about 0.2 s): every env of an id in the
+    process shares the one dataset, so a question asked again (an evaluation's seeds, a training
+    run's 500 questions) costs nothing the second time. GEM reads the dataset with
+    ``random.choice``, which needs only ``len`` and indexing.
+    """
+
+    def __init__(self, dataset: Any) -> None:
+        self.dataset = dataset
+        self._items: dict[int, Any] = {}
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __getitem__(self, index: int) -> Any:
+        item = self._items.get(index)
+        if item is None:
+            item = self._items[index] = self.dataset[index]
+        return item
+
+
 def _new_gem_env(entry: GemEntry) -> Any:
     prototype = _PROTOTYPES.get(entry.gem_id)
     if prototype is None:
@@ -87,6 +111,8 @@ def _new_gem_env(entry: GemEntry) -> Any:
             warnings.simplefilter("ignore", ResourceWarning)
             prototype = registration.make(entry.gem_id)
             gc.collect()
+        if entry.kind == "task":
+            prototype.ds = RememberedItems(prototype.ds)
         _PROTOTYPES[entry.gem_id] = prototype
     # a task's dataset is read-only and may be large: shared; a game's state is copied
     return copy.copy(prototype) if entry.kind == "task" else copy.deepcopy(prototype)

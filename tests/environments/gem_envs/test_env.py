@@ -193,3 +193,15 @@ def test_gem_reset_with_the_reported_seed_starts_the_same_episode(env_id):
         obs, info = env.reset(seed=seed)
         gem_obs, gem_info = theirs.reset(seed=info["gem_seed"])
         assert text_env_of(env)._compose(gem_obs, gem_info) == obs
+
+
+def test_a_question_is_generated_once_and_then_remembered_for_every_env_of_the_id():
+    first, second = rollenv.make("gem/Gcd-v0"), rollenv.make("gem/Gcd-v0")
+    obs, _ = first.reset(seed=4)
+    dataset = _gem(first).ds
+    remembered = len(dataset._items)
+    assert second.reset(seed=4)[0] == obs  # the other env asks the same question...
+    assert _gem(second).data is _gem(first).data  # ...the very item, not generated again
+    assert len(dataset._items) == remembered
+    [index] = [i for i, item in dataset._items.items() if item is _gem(first).data]
+    assert dataset.dataset[index] == _gem(first).data  # and it is what reasoning-gym generates
