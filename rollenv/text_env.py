@@ -55,6 +55,18 @@ def in_text_space(text: str, replacement: str = "?") -> str:
     return OUTSIDE_TEXT_SPACE.sub(replacement, text)
 
 
+def shortened(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, saying how many more there were.
+
+    Example:
+        >>> shortened("SELECT name FROM pets", 11)
+        'SELECT name... (10 more characters)'
+    """
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit} more characters)"
+
+
 def text_space(max_length: int = MAX_TEXT_LENGTH, min_length: int = 0) -> spaces.Text:
     """A ``spaces.Text`` that accepts any printable text up to ``max_length`` characters."""
     return spaces.Text(max_length=max_length, min_length=min_length, charset=_ANY_CHARACTER)

@@ -15,7 +15,8 @@ Example:
 from __future__ import annotations
 
 from environments.gem.catalog import CATALOG, NEEDS_NLTK_WORDS, GemEntry
-from environments.gem.runtime import gem_installed, nltk_corpus_installed
+from environments.gem.runtime import gem_installed
+from rollenv.nltk_data import nltk_resource_installed
 
 # gem-llm 0.1.0 pins reasoning-gym==0.1.23 and nltk==3.9.1: installed with its dependencies it
 # would downgrade them for every family; [gem] brings what it needs, gem-llm comes without pins
@@ -48,9 +49,8 @@ def register() -> None:
     import rollenv
 
     installed = gem_installed()
-    plan = registrations(
-        gem_installed=installed, has_nltk_words=installed and nltk_corpus_installed("words")
-    )
+    has_words = installed and nltk_resource_installed("corpora/words")
+    plan = registrations(gem_installed=installed, has_nltk_words=has_words)
     for entry, reason in plan:
         if reason:
             rollenv.register_unavailable(entry.env_id, reason, description=entry.description)

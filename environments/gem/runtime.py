@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import os
-import sys
 from functools import cache
-from pathlib import Path
 from types import ModuleType
 
 from rollenv.global_random import global_state_restored
@@ -40,33 +37,3 @@ def import_gem() -> ModuleType:
             root.removeHandler(handler)
     root.setLevel(level)
     return registration
-
-
-def nltk_data_dirs() -> list[Path]:
-    """The folders nltk searches for its data on this platform (``nltk.data.path``'s defaults).
-
-    Computed without importing nltk, which takes a second and is only needed when a game
-    using a corpus is played.
-    """
-    dirs = [Path(p) for p in os.environ.get("NLTK_DATA", "").split(os.pathsep) if p]
-    dirs.append(Path.home() / "nltk_data")
-    for prefix in {sys.prefix, sys.exec_prefix, getattr(sys, "base_prefix", sys.prefix)}:
-        dirs += [Path(prefix) / "nltk_data", Path(prefix) / "share" / "nltk_data"]
-        dirs.append(Path(prefix) / "lib" / "nltk_data")
-    for base in ("/usr/share", "/usr/local/share", "/usr/lib", "/usr/local/lib"):
-        dirs.append(Path(base) / "nltk_data")
-    return dirs
-
-
-def nltk_corpus_installed(name: str) -> bool:
-    """Whether the nltk corpus ``name`` (e.g. ``"words"``) is on disk, without importing nltk.
-
-    Example:
-        >>> nltk_corpus_installed("no-such-corpus")
-        False
-    """
-    for folder in nltk_data_dirs():
-        corpus = folder / "corpora" / name
-        if corpus.is_dir() or corpus.with_suffix(".zip").is_file():
-            return True
-    return False

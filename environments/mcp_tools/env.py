@@ -43,7 +43,7 @@ from environments.mcp_tools.client import (
 )
 from environments.mcp_tools.world import DIFFICULTIES, Task, World, generate, is_correct, numbers_in
 from rollenv.actions import AnswerFormat
-from rollenv.text_env import TextEnv, in_text_space
+from rollenv.text_env import TextEnv, in_text_space, shortened
 
 SERVER_COMMAND = (sys.executable, "-m", "environments.mcp_tools.server")
 #: the server's tools whose name starts with this are the env's (``admin_load_world``), never
@@ -247,11 +247,11 @@ class MCPToolsEnv(TextEnv):
     def _apply(self, action: tuple[str, Any]) -> tuple[float, bool]:
         kind, payload = action
         if kind == "answer":
-            self.answer = _shorten(payload)
+            self.answer = shortened(payload, SHOWN_RESULT_CHARS)
             self.correct = is_correct(payload, self.task.answer)
             return (1.0 if self.correct else 0.0), True
         name, arguments = payload
-        self.last_call = _shorten(f"{name} {json.dumps(arguments)}")
+        self.last_call = shortened(f"{name} {json.dumps(arguments)}", SHOWN_RESULT_CHARS)
         self.last_result = self._run_tool(name, arguments)
         return 0.0, True
 
@@ -264,9 +264,13 @@ class MCPToolsEnv(TextEnv):
         except MCPServerError as error:
             # the server died or hung: drop it; the next call starts another with this world
             self._drop_connection()
-            return _shorten(f"Error: the MCP server failed ({error}); try again")
+            return shortened(
+                f"Error: the MCP server failed ({error}); try again", SHOWN_RESULT_CHARS
+            )
         text = _SDK_PREFIX.sub("", _DOCS_LINK.sub("", result.text))
-        return _shorten(f"Error: {text}" if result.is_error else text or "(empty result)")
+        return shortened(
+            f"Error: {text}" if result.is_error else text or "(empty result)", SHOWN_RESULT_CHARS
+        )
 
     def _solved(self) -> bool:
         return self.correct
@@ -286,9 +290,3 @@ class MCPToolsEnv(TextEnv):
         """Stops the env's MCP server process."""
         self._drop_connection()
         super().close()
-
-
-def _shorten(text: str) -> str:
-    if len(text) <= SHOWN_RESULT_CHARS:
-        return text
-    return f"{text[:SHOWN_RESULT_CHARS]}... ({len(text) - SHOWN_RESULT_CHARS} more characters)"

@@ -31,7 +31,7 @@ from environments.text_to_sql.questions import TEMPLATES
 from environments.text_to_sql.results import same_result
 from environments.text_to_sql.schema import DOMAINS
 from rollenv.actions import AnswerFormat
-from rollenv.text_env import TextEnv, in_text_space
+from rollenv.text_env import TextEnv, in_text_space, shortened
 
 SHOWN_ROWS = 20
 SHOWN_CELL_CHARS = 60
@@ -61,12 +61,6 @@ def format_result(result: QueryResult, max_rows: int = SHOWN_ROWS) -> str:
         lines.append(f"... ({len(rows) - max_rows} more rows not shown)")
     lines.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
     return "\n".join(lines)
-
-
-def _shorten(query: str) -> str:
-    if len(query) <= SHOWN_QUERY_CHARS:
-        return query
-    return f"{query[:SHOWN_QUERY_CHARS]}... ({len(query) - SHOWN_QUERY_CHARS} more characters)"
 
 
 def _cell(value: Any) -> str:
@@ -185,8 +179,9 @@ class TextToSQLEnv(TextEnv):
             verdict = ""
             if self.answered:
                 verdict = "\nThat is the right answer." if self.correct else "\nThat is wrong."
+            query = shortened(self.last_query, SHOWN_QUERY_CHARS)
             text += (
-                f"\n\n{self._last_query_heading()}:\n{_shorten(self.last_query)}\n"
+                f"\n\n{self._last_query_heading()}:\n{query}\n"
                 f"Result:\n{format_result(self.last_result)}{verdict}"
             )
         return in_text_space(text + self._budget_line())

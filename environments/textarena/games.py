@@ -20,9 +20,10 @@ Example:
 from __future__ import annotations
 
 import importlib.util
-import os
 import sys
 from dataclasses import dataclass
+
+from rollenv.nltk_data import nltk_resource_installed
 
 #: the reason of every game when TextArena itself is not installed
 INSTALL_HINT = "pip install 'rollenv[textarena]'"
@@ -412,23 +413,6 @@ GAMES: tuple[Game, ...] = (
 GAMES_BY_ID: dict[str, Game] = {game.textarena_id: game for game in GAMES}
 
 
-def _nltk_data_dirs() -> list[str]:
-    # NLTK's own search path (nltk.data.path), rebuilt here so that nltk need not be imported
-    dirs = [d for d in os.environ.get("NLTK_DATA", "").split(os.pathsep) if d]
-    dirs.append(os.path.expanduser("~/nltk_data"))
-    dirs += [os.path.join(sys.prefix, d) for d in ("nltk_data", "share/nltk_data", "lib/nltk_data")]
-    dirs += ["/usr/share/nltk_data", "/usr/local/share/nltk_data"]
-    dirs += ["/usr/lib/nltk_data", "/usr/local/lib/nltk_data"]
-    return dirs
-
-
-def _nltk_resource_present(path: str) -> bool:
-    return any(
-        os.path.exists(os.path.join(d, path)) or os.path.exists(os.path.join(d, path + ".zip"))
-        for d in _nltk_data_dirs()
-    )
-
-
 def unmet_requirement(game: Game) -> str | None:
     """The first requirement of ``game`` not met here, as a reason for the user, or ``None``."""
     for requirement in game.requires:
@@ -439,7 +423,7 @@ def unmet_requirement(game: Game) -> str | None:
             return "TextArena 0.7.4's module for it needs Python >= 3.12 (f-string syntax)"
         if kind == "module" and importlib.util.find_spec(value) is None:
             return f"needs the Python package {value!r} (pip install {value})"
-        if kind == "nltk" and not _nltk_resource_present(value):
+        if kind == "nltk" and not nltk_resource_installed(value):
             name = value.rsplit("/", 1)[-1]
             return f"needs the NLTK data {name!r}: python -m nltk.downloader {name}"
     return None

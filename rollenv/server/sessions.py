@@ -397,24 +397,19 @@ def make_env(env_id: str, kwargs: dict[str, Any]) -> gym.Env:
             env_id=env_id,
             reason=str(error),
         ) from None
-    except (TypeError, ValueError) as error:
-        if not kwargs:  # no kwargs of the client's: the env itself failed to build
-            raise ServerError(
-                500,
-                ErrorCode.ENV_FAILED,
-                f"making {env_id} raised {type(error).__name__}: {error}",
-                env_id=env_id,
-            ) from error
-        allowed = allowed_kwargs(env_id)
-        raise ServerError(
-            422,
-            ErrorCode.BAD_ENV_KWARGS,
-            f"bad kwargs {sorted(kwargs)} for {env_id}: {error}"
-            + (f" (allowed: {', '.join(allowed)})" if allowed else ""),
-            env_id=env_id,
-            allowed=allowed,
-        ) from None
     except Exception as error:
+        # a TypeError or ValueError with the client's kwargs is theirs to fix; with none (or
+        # any other error) the env itself failed to build
+        if kwargs and isinstance(error, TypeError | ValueError):
+            allowed = allowed_kwargs(env_id)
+            raise ServerError(
+                422,
+                ErrorCode.BAD_ENV_KWARGS,
+                f"bad kwargs {sorted(kwargs)} for {env_id}: {error}"
+                + (f" (allowed: {', '.join(allowed)})" if allowed else ""),
+                env_id=env_id,
+                allowed=allowed,
+            ) from None
         raise ServerError(
             500,
             ErrorCode.ENV_FAILED,
