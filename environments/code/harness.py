@@ -8,68 +8,90 @@ known, so a run killed at its deadline still reports the tests before the one th
 from __future__ import annotations
 
 import ast
+import functools
 import json
 
 RESULT_PREFIX = "@@test-result-"
 
-# Runs inside the sandbox; formatted with the candidate, test source and entry point (as JSON).
+# Runs inside the sandbox. It imports only ``json`` and ``sys`` (``traceback`` when the candidate
+# itself fails): the host splits ``check`` into statements (``check_statements``), so the
+# program needs no ``ast``, which would cost a quarter of a short run's start-up.
 _PROGRAM = rf"""
-import ast, json, sys, traceback
-_candidate_source, _test_source, _entry, _nonce = json.loads(sys.stdin.read())
+import json, sys
+_candidate_source, _test_source, _entry, _nonce, _arg, _statements = json.loads(sys.stdin.read())
 def _report(index, passed, detail="", _out=sys.__stdout__, _mark="{RESULT_PREFIX}" + _nonce + " "):
     _out.write(_mark + json.dumps([index, passed, detail[-2000:]]) + "\n")
     _out.flush()
+def _message(error):
+    kind = type(error)
+    name = kind.__qualname__ if kind.__module__ in ("builtins", "__main__") else (
+        kind.__module__ + "." + kind.__qualname__)
+    text = str(error)
+    return name + ": " + text if text else name
 del _nonce
 _space = {{"__name__": "__candidate__"}}
 try:
     exec(compile(_candidate_source, "solution.py", "exec"), _space)
     _candidate = _space[_entry]
 except BaseException:
+    import traceback
     _report(-1, False, traceback.format_exc(limit=3))
     raise SystemExit(0)
 # the tests see the solution's module too: some call helpers the prompt defined
 _tests = dict(_space, __name__="__tests__")
 exec(compile(_test_source, "tests.py", "exec"), _tests)
-_tree = ast.parse(_test_source)
-_check = next(n for n in _tree.body if isinstance(n, ast.FunctionDef) and n.name == "check")
-_arg = _check.args.args[0].arg if _check.args.args else "candidate"
 _tests[_arg] = _candidate
 _index = 0
-for _statement in _check.body:
-    _module = ast.Module(body=[_statement], type_ignores=[])
-    _is_test = any(isinstance(n, ast.Assert) for n in ast.walk(_statement))
+for _code, _detail in _statements:
     try:
-        exec(compile(_module, "check", "exec"), _tests)
-        if _is_test:
+        exec(compile(_code, "check", "exec"), _tests)
+        if _detail is not None:
             _report(_index, True)
     except BaseException as _error:
-        if _is_test:
-            _detail = ast.get_source_segment(_test_source, _statement) or ""
-            _message = traceback.format_exception_only(type(_error), _error)[-1].strip()
-            _report(_index, False, _detail.strip() + "\n" + _message)
-    _index += _is_test
+        if _detail is not None:
+            _report(_index, False, _detail + "\n" + _message(_error))
+    _index += _detail is not None
 """
 
 
 def harness_program() -> str:
-    """The program's source (it reads candidate, tests and entry point from stdin as JSON)."""
+    """The program's source (it reads what ``harness_stdin`` wrote, as JSON)."""
     return _PROGRAM
 
 
-def harness_stdin(candidate: str, test: str, entry_point: str, nonce: str) -> str:
-    """The JSON the program reads; ``nonce`` marks its result lines (see ``parse_results``)."""
-    return json.dumps([candidate, test, entry_point, nonce])
+@functools.lru_cache(maxsize=256)  # a problem's tests are split once, not at every answer
+def check_statements(test: str) -> tuple[str, tuple[tuple[str, str | None], ...]]:
+    """``check``'s parameter name and its top-level statements, in order, each as its source
+    and, for a test (a statement holding an ``assert``), the text a failure shows (else ``None``).
 
-
-def count_tests(test: str) -> int:
-    """Number of tests in a test source: top-level statements of ``check`` with an assert."""
+    Example:
+        >>> check_statements("def check(f):\\n    x = 1\\n    assert f(x) == 2")
+        ('f', (('x = 1', None), ('assert f(x) == 2', 'assert f(x) == 2')))
+    """
     tree = ast.parse(test)
     check = next(
         (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check"), None
     )
     if check is None:
-        return 0
-    return sum(any(isinstance(n, ast.Assert) for n in ast.walk(s)) for s in check.body)
+        return "candidate", ()
+    arg = check.args.args[0].arg if check.args.args else "candidate"
+    statements = []
+    for statement in check.body:
+        is_test = any(isinstance(n, ast.Assert) for n in ast.walk(statement))
+        detail = (ast.get_source_segment(test, statement) or "").strip() if is_test else None
+        statements.append((ast.unparse(statement), detail))
+    return arg, tuple(statements)
+
+
+def harness_stdin(candidate: str, test: str, entry_point: str, nonce: str) -> str:
+    """The JSON the program reads; ``nonce`` marks its result lines (see ``parse_results``)."""
+    arg, statements = check_statements(test)
+    return json.dumps([candidate, test, entry_point, nonce, arg, statements])
+
+
+def count_tests(test: str) -> int:
+    """Number of tests in a test source: top-level statements of ``check`` with an assert."""
+    return sum(detail is not None for _, detail in check_statements(test)[1])
 
 
 def parse_results(stdout: str, nonce: str) -> list[tuple[int, bool, str]]:
