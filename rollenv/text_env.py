@@ -43,6 +43,8 @@ _ANY_CHARACTER = frozenset(chr(c) for c in range(0x20, 0xD800)) | frozenset("\n\
 #: one character outside that set (control bytes, surrogates, astral planes)
 OUTSIDE_TEXT_SPACE = re.compile(r"[^\t\n\r\x20-\ud7ff]")
 MAX_TEXT_LENGTH = 1 << 16
+# the control bytes outside the space: checked first, as most text is ASCII
+_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 
 def in_text_space(text: str, replacement: str = "?") -> str:
@@ -53,6 +55,19 @@ def in_text_space(text: str, replacement: str = "?") -> str:
         'ok? ?'
     """
     return OUTSIDE_TEXT_SPACE.sub(replacement, text)
+
+
+def observable(text: str) -> str:
+    """``text`` as an observation: each character outside the space written as its escape
+    (``\\U0001f600``), and cut to ``MAX_TEXT_LENGTH``. For text from other libraries' games.
+
+    Example:
+        >>> observable("a\\x00b \\U0001f600")
+        'a\\\\x00b \\\\U0001f600'
+    """
+    if not (text.isascii() and _ASCII_CONTROL.search(text) is None):
+        text = OUTSIDE_TEXT_SPACE.sub(lambda m: m.group().encode("unicode_escape").decode(), text)
+    return text[:MAX_TEXT_LENGTH]
 
 
 def shortened(text: str, limit: int) -> str:

@@ -34,7 +34,6 @@ import copy
 import difflib
 import gc
 import random
-import re
 import warnings
 from typing import Any, ClassVar
 
@@ -42,10 +41,8 @@ from environments.gem.catalog import BY_GEM_ID, GemEntry
 from environments.gem.runtime import import_gem
 from rollenv.actions import AnswerFormat
 from rollenv.global_random import GlobalRandomState, global_state_restored
-from rollenv.text_env import MAX_TEXT_LENGTH, OUTSIDE_TEXT_SPACE, TextEnv
+from rollenv.text_env import TextEnv, observable
 
-# what the observation space cannot hold (see rollenv.text_env): control bytes, astral planes
-_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 # GEM's reward for a move it cannot parse (gem.utils.constants.LanguageGameReward)
 GEM_FORMAT_ERROR_REWARD = -0.1
 RESET_ATTEMPTS = 5
@@ -53,18 +50,6 @@ RESET_ATTEMPTS = 5
 # one prototype GEM env per id: construction can load a word list or a dataset, or run a whole
 # unseeded reset (a Sokoban room takes seconds); instances start from a copy of it
 _PROTOTYPES: dict[str, Any] = {}
-
-
-def observable(text: str) -> str:
-    """``text`` with every character outside the observation space escaped, and length-capped.
-
-    Example:
-        >>> observable("a\\x00b \\U0001f600")
-        'a\\\\x00b \\\\U0001f600'
-    """
-    if not (text.isascii() and _ASCII_CONTROL.search(text) is None):
-        text = OUTSIDE_TEXT_SPACE.sub(lambda m: m.group().encode("unicode_escape").decode(), text)
-    return text[:MAX_TEXT_LENGTH]
 
 
 def gem_move(answer: str) -> str:

@@ -52,7 +52,7 @@ from environments.textarena.moves import bracketed_tokens, candidate_moves, expa
 from environments.textarena.opponents import make_opponent
 from rollenv.actions import AnswerFormat
 from rollenv.global_random import GlobalRandomState
-from rollenv.text_env import TextEnv
+from rollenv.text_env import TextEnv, observable
 
 GAME_ID = -1  # TextArena's sender id of the game's own messages
 #: a reply a chat game accepts when its candidates hold no move it takes
@@ -396,7 +396,8 @@ class TextArenaEnv(TextEnv):
         if self._done:
             reason = self._game.state.game_info.get(seat, {}).get("reason")
             lines.append(f"[GAME] Game over. {reason}" if reason else "[GAME] Game over.")
-        return "\n".join(lines).strip() or f"[GAME] Your move, Player {seat}."
+        # some games write emoji (Secretary's "🎉"): escaped, as the observation space has none
+        return observable("\n".join(lines).strip() or f"[GAME] Your move, Player {seat}.")
 
     @staticmethod
     def _reason_of(messages: list[tuple[int, str, str]]) -> str:

@@ -131,6 +131,8 @@ def _trajectory(
     record = [(obs, None, None)]
     for _ in range(steps):
         obs, reward, terminated, truncated, info = env.step(policy.act(obs, info))
+        # every observation, not only the first that Gymnasium's passive checker sees
+        assert env.observation_space.contains(obs), f"outside the observation space: {obs!r}"
         record.append((obs, reward, terminated or truncated))
         if terminated or truncated:
             obs, info = env.reset()

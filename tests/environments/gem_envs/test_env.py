@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 import rollenv
-from environments.gem.env import GemEnv, gem_move, observable
+from environments.gem.env import GemEnv, gem_move
 from environments.gem.runtime import import_gem
 from rollenv.policies import RandomPolicy, text_env_of
+from rollenv.text_env import observable
 
 from .conftest import REGISTERED, SLOW_GEM_IDS
 
