@@ -13,6 +13,10 @@ transfer, of ``FrozenLake-v0`` and ``LargerSokoban-v0``:
 4. **SFT-only arm**: from the same SFT weights, supervised training goes on for the same
    remaining time, evaluated at the same clock points: what the RL time would have bought
    with more supervised data instead.
+5. **RL-only arm** (``--arms "RL only"``): RL alone from the base model with the
+   ``--rl-only-preset`` (``sokoban-rl-only``: one action word a turn, constrained decoding), no
+   oracle and no SFT anywhere, from minute 0 to the budget. Alone, it skips steps 1-4; its first
+   point is the base model under that preset.
 
 The clock counts everything a training run does (model loading, rollouts, updates, weight sync,
 oracle episodes) and stops while evaluating, so evaluation cost does not eat the budget; the time
@@ -24,6 +28,9 @@ Run (from the repository root)::
 
     python benchmarks/learning_sokoban.py                   # the full recipe, about 1h25
     python benchmarks/learning_sokoban.py --quick           # tiny-random, about 1.5 minutes
+    # RL alone from the base model, no oracle (about 1h10 with its evaluations):
+    python benchmarks/learning_sokoban.py --arms "RL only" --eval-seeds 256 \
+        --json benchmarks/results/learning_sokoban_rl_only.json
     # the arms again (another recipe: --set ...) from an earlier run's SFT checkpoint,
     # its base and SFT points copied from that run's JSON (one command):
     python benchmarks/learning_sokoban.py --json new.json --png new.png
@@ -39,6 +46,7 @@ from __future__ import annotations
 import argparse
 import copy
 import ctypes
+import dataclasses
 import gc
 import json
 import subprocess
@@ -54,7 +62,8 @@ from table import print_table
 
 import rollenv
 from trainer.config import Config, load_config
-from trainer.generation import SamplingParams, make_generator
+from trainer.generation import make_generator
+from trainer.generation.from_config import sampling_params
 from trainer.pipeline import Pipeline, rollout_metrics
 from trainer.rollout.env_manager import EnvManager
 from trainer.sft import OracleSFT
@@ -75,8 +84,10 @@ QUICK_DEFAULTS = {
 MAIN_ENV = "SimpleSokoban-v0"
 TRANSFER_ENVS = ("FrozenLake-v0", "LargerSokoban-v0")
 ALL_ENVS = (MAIN_ENV, *TRANSFER_ENVS)
+ARMS = ("RL", "SFT only", "RL only")
 GOAL_SUCCESS = 0.35
 GOAL_MARGIN = 0.05
+GOAL_RL_ONLY_SUCCESS = 0.50  # RL alone, from the base model (random play: 12.3%)
 
 
 class Stopwatch:
@@ -115,10 +126,15 @@ class Evaluator:
         return cls(config, generator, tokenizer)
 
     def env_kwargs(self, env_id: str) -> dict[str, Any]:
+        """The preset's env kwargs for its own family; another family gets only its answer
+        format (a policy trained to reply with the bare word is evaluated on bare words)."""
+        kwargs = dict(self.config.env.kwargs)
         same_family = (
             rollenv.spec(env_id).entry_point == rollenv.spec(self.config.env.id).entry_point
         )
-        return dict(self.config.env.kwargs) if same_family else {}
+        if same_family:
+            return kwargs
+        return {"answer_format": kwargs["answer_format"]} if "answer_format" in kwargs else {}
 
     def __call__(self, seeds: dict[str, int]) -> dict[str, dict[str, float]]:
         """Success and the other rollout metrics of ``seeds[env_id]`` episodes per env."""
@@ -135,10 +151,10 @@ class Evaluator:
                 context=self.config.env.context,
                 window=self.config.env.window,
                 max_context_tokens=self.config.env.max_context_tokens,
-                sampling=SamplingParams(
-                    max_new_tokens=self.config.sampling.max_new_tokens,
-                    temperature=0.0,
-                    stop_token_ids=(self.tokenizer.eos_token_id,),
+                # training's sampling made greedy: with env.constrain_to_actions, the
+                # policy still picks among the action words only, as it did in training
+                sampling=dataclasses.replace(
+                    sampling_params(self.config, self.tokenizer), temperature=0.0
                 ),
             )
             # 32 episodes at a time: every running episode's previous turn stays in the
@@ -197,12 +213,16 @@ def plot(points: list[dict[str, Any]], path: Path, budget_minutes: float) -> Non
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    styles = {"RL": "tab:red", "SFT only": "tab:blue"}
+    styles = {"RL": "tab:red", "SFT only": "tab:blue", "RL only": "tab:green"}
+    arms: list[str] = []
     for env_id, dash in zip((MAIN_ENV, *TRANSFER_ENVS), ("-", ":", "--"), strict=False):
         start = [p for p in points if p["env"] == env_id and p["arm"] in ("base", "SFT")]
         for arm, color in styles.items():
-            line = start + [p for p in points if p["env"] == env_id and p["arm"] == arm]
-            if len(line) > len(start):
+            # the RL and SFT-only arms go on from the SFT point; RL only has its own minute 0
+            own_start = [] if arm == "RL only" else start
+            line = own_start + [p for p in points if p["env"] == env_id and p["arm"] == arm]
+            if len(line) > len(own_start):
+                arms += [arm] if arm not in arms else []
                 ax.plot(
                     [p["minutes"] for p in line],
                     [100 * p["success"] for p in line],
@@ -215,7 +235,7 @@ def plot(points: list[dict[str, Any]], path: Path, budget_minutes: float) -> Non
     ax.axvline(budget_minutes, color="grey", lw=0.8)
     ax.set_xlabel("training wall-clock, minutes (2 CPU cores; evaluation excluded)")
     ax.set_ylabel("greedy success, %")
-    ax.set_title("SmolLM2-135M-Instruct on Sokoban: base -> SFT -> RL vs SFT only")
+    ax.set_title(f"SmolLM2-135M-Instruct on Sokoban: {' vs '.join(arms)}")
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -235,7 +255,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help=f"of {MAIN_ENV} for the base model (default: --eval-seeds; the base model plays "
         "every turn of every episode, so this point is the slowest to evaluate)",
     )
-    parser.add_argument("--arms", nargs="+", default=["RL", "SFT only"], choices=["RL", "SFT only"])
+    parser.add_argument("--arms", nargs="+", default=["RL", "SFT only"], choices=ARMS)
+    parser.add_argument(
+        "--rl-only-preset",
+        default="sokoban-rl-only",
+        help="the RL-only arm's preset (default: sokoban-rl-only); --set applies to it too",
+    )
     parser.add_argument(
         "--sequential",
         action="store_true",
@@ -275,10 +300,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="the earlier run's JSON: its base and SFT points and SFT clock are reused",
     )
     # internal: one arm in its own process
-    parser.add_argument("--run-arm", choices=["RL", "SFT only"], help=argparse.SUPPRESS)
+    parser.add_argument("--run-arm", choices=ARMS, help=argparse.SUPPRESS)
     parser.add_argument("--sft-checkpoint", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--clock-start", type=float, default=0.0, help=argparse.SUPPRESS)
-    parser.add_argument("--threads", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--threads",
+        type=int,
+        help="torch threads per arm (default: 1 when arms run side by side, else every core); "
+        "e.g. 1 for two runs of one arm each at once",
+    )
     args = parse_arguments(parser, argv, QUICK_DEFAULTS)
     if (args.from_sft is None) != (args.from_json is None):
         parser.error("--from-sft and --from-json go together")
@@ -291,6 +321,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if args.quick:
         args.set = ["model.name=tiny-random", *args.set]
     return args
+
+
+def arm_threads(args: argparse.Namespace) -> int:
+    """Torch threads per arm: ``--threads``, else 1 when arms run side by side, else every
+    core (0)."""
+    if args.threads is not None:
+        return args.threads
+    return 1 if len(args.arms) > 1 and not args.sequential else 0
 
 
 def base_overrides(args: argparse.Namespace) -> list[str]:
@@ -321,22 +359,32 @@ def run_arm(args: argparse.Namespace) -> int:
     clock.elapsed = args.clock_start
     next_eval = args.clock_start + args.eval_every_minutes * 60
 
-    if arm == "RL":
-        rl_config = load_config(
-            args.preset,
-            [
-                *base_overrides(args),
-                f"model.name={args.sft_checkpoint / 'model'}",
-                f"train.output_dir={args.runs_dir / 'rl'}",
-            ],
-        )
+    if arm in ("RL", "RL only"):
+        if arm == "RL":
+            rl_config = load_config(
+                args.preset,
+                [
+                    *base_overrides(args),
+                    f"model.name={args.sft_checkpoint / 'model'}",
+                    f"train.output_dir={args.runs_dir / 'rl'}",
+                ],
+            )
+        else:  # from the base model, with no oracle and no SFT anywhere
+            rl_config = load_config(
+                args.rl_only_preset,
+                [*base_overrides(args), f"train.output_dir={args.runs_dir / 'rl-only'}"],
+            )
         pipeline = Pipeline(rl_config)
         evaluate = Evaluator(rl_config, pipeline.generator, pipeline.tokenizer)
+        if arm == "RL only":  # its minute 0: the base model under the arm's own preset
+            clock.pause()
+            recorder.add(arm, clock.elapsed, evaluate(all_envs(args, args.eval_seeds)), rl_steps=0)
+            clock.resume()
         while clock.now() < budget:
             metrics = pipeline.train_step()
             pipeline.metrics.log(pipeline.step, metrics)
             print(
-                f"  RL step {pipeline.step}: success {metrics['rollout/success']:.2f} "
+                f"  {arm} step {pipeline.step}: success {metrics['rollout/success']:.2f} "
                 f"valid {metrics['rollout/valid_action_rate']:.2f} "
                 f"rollout {metrics['time/rollout']:.0f}s update {metrics['time/update']:.0f}s "
                 f"[{clock.now() / 60:.1f} min]",
@@ -468,11 +516,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             "eval_seeds": args.eval_seeds,
             "transfer_seeds": args.transfer_seeds,
             "base_seeds": args.base_seeds,
+            "arms": args.arms,
             "arms_side_by_side": not args.sequential,
+            "arm_threads": arm_threads(args),
             "torch_threads": torch.get_num_threads(),
         },
     )
-    if args.from_sft is not None:
+    if "RL only" in args.arms:
+        recorder.header["rl_only_preset"] = args.rl_only_preset
+        recorder.header["rl_only_config"] = load_config(
+            args.rl_only_preset, base_overrides(args)
+        ).model_dump()
+    checkpoint, sft_clock, sft_success, base_and_sft_eval_seconds = None, 0.0, None, None
+    if args.arms == ["RL only"]:
+        pass  # no base and SFT points: the arm starts from the base model at minute 0
+    elif args.from_sft is not None:
         checkpoint, sft_clock, sft_success, base_and_sft_eval_seconds = reuse_sft(args, recorder)
     else:
         checkpoint, sft_clock, sft_success, base_and_sft_eval_seconds = run_sft(
@@ -487,12 +545,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             str(Path(__file__).resolve()),
             "--run-arm",
             arm,
-            "--sft-checkpoint",
-            str(checkpoint),
+            *(["--sft-checkpoint", str(checkpoint)] if arm != "RL only" else []),
             "--clock-start",
-            str(sft_clock),
+            str(sft_clock if arm != "RL only" else 0.0),
             "--threads",
-            str(1 if not args.sequential else 0),
+            str(arm_threads(args)),
+            "--rl-only-preset",
+            args.rl_only_preset,
             "--json",
             str(arm_files[arm]),
             "--preset",
@@ -541,6 +600,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "RL" in finals:
         ok = finals["RL"] >= GOAL_SUCCESS
         print(f"  goal RL >= {GOAL_SUCCESS:.0%}: {'PASS' if ok else 'FAIL'}")
+    if "RL only" in finals:
+        ok = finals["RL only"] >= GOAL_RL_ONLY_SUCCESS
+        print(f"  goal RL only >= {GOAL_RL_ONLY_SUCCESS:.0%}: {'PASS' if ok else 'FAIL'}")
     if "RL" in finals and "SFT only" in finals:
         margin = finals["RL"] - finals["SFT only"]
         verdict = "PASS" if margin >= GOAL_MARGIN else "FAIL"

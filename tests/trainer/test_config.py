@@ -128,3 +128,15 @@ def test_algo_flag_keeps_the_presets_context_except_for_ppo(tmp_path):
     windowed.write_text("env: {id: FrozenLake-v0, context: window}\n")
     assert context("--env", "x", "--config", str(windowed), "--algo", "gigpo") == "window"
     assert context("--env", "x", "--config", str(windowed), "--algo", "ppo") == "full"
+
+
+def test_the_rl_only_preset_uses_no_oracle_and_samples_one_action_word():
+    from trainer.generation.from_config import sampling_params
+    from trainer.models import load_tokenizer
+
+    config = load_config("sokoban-rl-only")
+    assert not config.sft.before_rl  # no warm start on oracle episodes
+    tokenizer = load_tokenizer()
+    params = sampling_params(config, tokenizer)
+    words = {tokenizer.decode([t]) for t in params.allowed_token_ids}
+    assert words == {"Up", "Down", "Left", "Right"} and params.max_new_tokens == 1
