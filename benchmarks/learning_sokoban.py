@@ -231,7 +231,8 @@ def plot(points: list[dict[str, Any]], path: Path, budget_minutes: float) -> Non
                     marker="o" if env_id == MAIN_ENV else None,
                     label=f"{arm}: {env_id}",
                 )
-    ax.axhline(100 * GOAL_SUCCESS, color="grey", lw=0.8, ls="--")
+    goal = GOAL_RL_ONLY_SUCCESS if arms == ["RL only"] else GOAL_SUCCESS
+    ax.axhline(100 * goal, color="grey", lw=0.8, ls="--")
     ax.axvline(budget_minutes, color="grey", lw=0.8)
     ax.set_xlabel("training wall-clock, minutes (2 CPU cores; evaluation excluded)")
     ax.set_ylabel("greedy success, %")
