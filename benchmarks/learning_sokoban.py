@@ -111,6 +111,9 @@ class Evaluator:
 
     def __init__(self, config: Config, generator: Any, tokenizer: Any) -> None:
         self.config, self.generator, self.tokenizer = config, generator, tokenizer
+        # training's sampling made greedy: with env.constrain_to_actions, the policy still
+        # picks among the action words only, as it did in training
+        self.sampling = dataclasses.replace(sampling_params(config, tokenizer), temperature=0.0)
         self.seconds = 0.0
 
     @classmethod
@@ -151,11 +154,7 @@ class Evaluator:
                 context=self.config.env.context,
                 window=self.config.env.window,
                 max_context_tokens=self.config.env.max_context_tokens,
-                # training's sampling made greedy: with env.constrain_to_actions, the
-                # policy still picks among the action words only, as it did in training
-                sampling=dataclasses.replace(
-                    sampling_params(self.config, self.tokenizer), temperature=0.0
-                ),
+                sampling=self.sampling,
             )
             # 32 episodes at a time: every running episode's previous turn stays in the
             # generator's cache, which stays small (about 3 GB for SmolLM2 at 1024 tokens)
@@ -362,19 +361,14 @@ def run_arm(args: argparse.Namespace) -> int:
 
     if arm in ("RL", "RL only"):
         if arm == "RL":
-            rl_config = load_config(
-                args.preset,
-                [
-                    *base_overrides(args),
-                    f"model.name={args.sft_checkpoint / 'model'}",
-                    f"train.output_dir={args.runs_dir / 'rl'}",
-                ],
-            )
+            preset = args.preset
+            own = [
+                f"model.name={args.sft_checkpoint / 'model'}",
+                f"train.output_dir={args.runs_dir / 'rl'}",
+            ]
         else:  # from the base model, with no oracle and no SFT anywhere
-            rl_config = load_config(
-                args.rl_only_preset,
-                [*base_overrides(args), f"train.output_dir={args.runs_dir / 'rl-only'}"],
-            )
+            preset, own = args.rl_only_preset, [f"train.output_dir={args.runs_dir / 'rl-only'}"]
+        rl_config = load_config(preset, [*base_overrides(args), *own])
         pipeline = Pipeline(rl_config)
         evaluate = Evaluator(rl_config, pipeline.generator, pipeline.tokenizer)
         if arm == "RL only":  # its minute 0: the base model under the arm's own preset
@@ -413,7 +407,7 @@ def run_arm(args: argparse.Namespace) -> int:
         sft = OracleSFT(
             config, metrics_dir=args.runs_dir / "sft-only", resume_from=args.sft_checkpoint
         )
-        evaluate = Evaluator.with_own_generator(config, sft.model, sft.tokenizer)
+        evaluate = Evaluator.with_own_generator(config, sft.strategy.model, sft.tokenizer)
         while clock.now() < budget:
             sft.train(max_seconds=min(next_eval, budget) - clock.now())
             if next_eval <= clock.now() < budget:
@@ -441,7 +435,7 @@ def run_sft(
     training clock at its end (s), SFT success and the seconds spent evaluating."""
     clock = Stopwatch()
     sft = OracleSFT(config, metrics_dir=args.runs_dir / "sft")
-    evaluate = Evaluator.with_own_generator(config, sft.model, sft.tokenizer)
+    evaluate = Evaluator.with_own_generator(config, sft.strategy.model, sft.tokenizer)
 
     clock.pause()
     recorder.add("base", 0.0, evaluate(all_envs(args, args.base_seeds)))
@@ -528,9 +522,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         recorder.header["rl_only_config"] = load_config(
             args.rl_only_preset, base_overrides(args)
         ).model_dump()
-    checkpoint, sft_clock, sft_success, base_and_sft_eval_seconds = None, 0.0, None, None
-    if args.arms == ["RL only"]:
-        pass  # no base and SFT points: the arm starts from the base model at minute 0
+    if args.arms == ["RL only"]:  # no base and SFT points: it starts from the base model at 0
+        checkpoint, sft_clock, sft_success, base_and_sft_eval_seconds = None, 0.0, None, None
     elif args.from_sft is not None:
         checkpoint, sft_clock, sft_success, base_and_sft_eval_seconds = reuse_sft(args, recorder)
     else:
