@@ -107,13 +107,18 @@ class Stopwatch:
 
 
 class Evaluator:
-    """Greedy episodes on the held-out seeds ``0 .. N-1`` of each env, with a generator."""
+    """Greedy episodes on the held-out seeds ``0 .. N-1`` of each env, with a generator
+    (sampled ones with ``temperature`` > 0)."""
 
-    def __init__(self, config: Config, generator: Any, tokenizer: Any) -> None:
+    def __init__(
+        self, config: Config, generator: Any, tokenizer: Any, temperature: float = 0.0
+    ) -> None:
         self.config, self.generator, self.tokenizer = config, generator, tokenizer
-        # training's sampling made greedy: with env.constrain_to_actions, the policy still
-        # picks among the action words only, as it did in training
-        self.sampling = dataclasses.replace(sampling_params(config, tokenizer), temperature=0.0)
+        # training's sampling at this temperature: with env.constrain_to_actions, the policy
+        # still picks among the action words only, as it did in training
+        self.sampling = dataclasses.replace(
+            sampling_params(config, tokenizer), temperature=temperature
+        )
         self.seconds = 0.0
 
     @classmethod
@@ -175,20 +180,21 @@ class Recorder:
     Args:
         path: the JSON report (``--json``).
         header: the run's settings, written first.
+        main_env: the env whose success :meth:`add` returns.
     """
 
     #: Distributions whose versions the report records (besides rollenv's and Python's).
     LIBRARIES = ("torch", "transformers", "peft")
 
-    def __init__(self, path: Path, header: dict[str, Any]) -> None:
-        self.path, self.header, self.points = path, header, []
+    def __init__(self, path: Path, header: dict[str, Any], main_env: str = MAIN_ENV) -> None:
+        self.path, self.header, self.points, self.main_env = path, header, [], main_env
 
     def add(self, arm: str, clock: float, results: dict[str, dict[str, float]], **extra: Any):
         for env_id, metrics in results.items():
             self.points.append(
                 {"arm": arm, "minutes": clock / 60, "env": env_id, **metrics, **extra}
             )
-        main = results.get(MAIN_ENV, {})
+        main = results.get(self.main_env, {})
         shown = ", ".join(f"{env} {m['success']:.1%}" for env, m in results.items())
         print(f"[{clock / 60:6.1f} min] {arm}: {shown}", flush=True)
         self.write()

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+import rollenv
 from trainer.config import ConfigError, load_config, preset_names
 
 
@@ -130,13 +131,20 @@ def test_algo_flag_keeps_the_presets_context_except_for_ppo(tmp_path):
     assert context("--env", "x", "--config", str(windowed), "--algo", "ppo") == "full"
 
 
-def test_the_rl_only_preset_uses_no_oracle_and_samples_one_action_word():
+@pytest.mark.parametrize("preset", [n for n in preset_names() if n.endswith("-rl-only")])
+def test_the_rl_only_presets_use_no_oracle(preset):
     from trainer.generation.from_config import sampling_params
     from trainer.models import load_tokenizer
 
-    config = load_config("sokoban-rl-only")
+    config = load_config(preset)
     assert not config.sft.before_rl  # no warm start on oracle episodes
-    tokenizer = load_tokenizer()
-    params = sampling_params(config, tokenizer)
-    words = {tokenizer.decode([t]) for t in params.allowed_token_ids}
-    assert words == {"Up", "Down", "Left", "Right"} and params.max_new_tokens == 1
+    if config.env.constrain_to_actions:  # one action word a turn, sampled among the env's
+        tokenizer = load_tokenizer()
+        params = sampling_params(config, tokenizer)
+        words = {tokenizer.decode([t]) for t in params.allowed_token_ids}
+        env = rollenv.make(config.env.id, **config.env.make_kwargs)
+        assert words == set(env.unwrapped.action_words) and params.max_new_tokens == 1
+
+
+def test_the_rl_only_presets_are_shipped():
+    assert {"sokoban-rl-only", "frozenlake-rl-only", "math-rl-only"} <= set(preset_names())
