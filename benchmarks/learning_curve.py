@@ -2,7 +2,7 @@
 
 Issue 23's generality check. ``learning_sokoban.py --arms "RL only"`` measures the pure-RL
 recipe on SimpleSokoban; this script runs the same loop for any preset (``frozenlake-rl-only``,
-``math-rl-only``, or one of yours): no oracle, no warm start, the preset's RL from step 0.
+or one of yours, ``--preset my.yaml``): no oracle, no warm start, the preset's RL from step 0.
 
 It records success on the held-out seeds ``0 .. N-1`` of the preset's env (training never uses
 a seed below 1,000,000) at minute 0, which is the base model under the preset's sampling, then
