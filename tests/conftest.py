@@ -1,11 +1,22 @@
 """Skips ``@pytest.mark.gpu`` tests, with the reason, where torch sees no CUDA GPU; gives each
-test its own leaderboard database (training records its evaluations there), never the user's."""
+test its own leaderboard database (training records its evaluations there), never the user's;
+gives each pytest-xdist worker its own Ray session folder."""
 
 from __future__ import annotations
 
 import importlib.util
+import os
+import tempfile
 
 import pytest
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # ray.init() without an address joins the newest cluster it finds in RAY_TMPDIR: under
+    # `pytest -n 2`, one worker's tests would join (and shut down) the other worker's cluster
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker is not None and "RAY_TMPDIR" not in os.environ:
+        os.environ["RAY_TMPDIR"] = os.path.join(tempfile.gettempdir(), f"ray-{worker}")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
