@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from learning_sokoban import Evaluator, Recorder, Stopwatch
+from learning_sokoban import Evaluator, Recorder, Stopwatch, train_rl_until
 from report import RESULTS_DIR, add_common_arguments, parse_arguments
 from table import print_table
 
@@ -154,7 +154,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     clock = Stopwatch()
 
     def evaluation_point() -> None:
-        clock.pause()
         for decoding, evaluate in (("greedy", greedy), ("sampled", sampled)):
             recorder.add(
                 f"RL only, {decoding}",
@@ -163,31 +162,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                 decoding=decoding,
                 rl_steps=pipeline.step,
             )
-        clock.resume()
 
-    evaluation_point()  # minute 0: the base model
-    next_eval = args.eval_every_minutes * 60
-    while clock.now() < budget:
-        metrics = pipeline.train_step()
-        pipeline.metrics.log(pipeline.step, metrics)
-        minutes = clock.now() / 60
+    def record_step(metrics: dict[str, float]) -> None:
         recorder.header["steps"].append(
             {
                 "step": pipeline.step,
-                "minutes": minutes,
+                "minutes": clock.now() / 60,
                 "success": metrics["rollout/success"],
                 "updated": "loss" in metrics,  # a step of equal returns trains nothing
             }
         )
-        print(
-            f"  step {pipeline.step}: sampled success {metrics['rollout/success']:.2f} "
-            f"rollout {metrics['time/rollout']:.0f}s update {metrics['time/update']:.0f}s "
-            f"[{minutes:.1f} min]",
-            flush=True,
-        )
-        if next_eval <= clock.now() < budget:
-            evaluation_point()
-            next_eval += args.eval_every_minutes * 60
+
+    clock.pause()
+    evaluation_point()  # minute 0: the base model
+    clock.resume()
+    every = args.eval_every_minutes * 60
+    train_rl_until(pipeline, clock, budget, every, every, evaluation_point, "RL", record_step)
+    clock.pause()
     evaluation_point()
     pipeline.metrics.close()
 

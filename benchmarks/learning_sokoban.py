@@ -52,7 +52,7 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -247,6 +247,39 @@ def plot(points: list[dict[str, Any]], path: Path, budget_minutes: float) -> Non
     fig.savefig(path, dpi=120)
 
 
+def train_rl_until(
+    pipeline: Pipeline,
+    clock: Stopwatch,
+    budget: float,
+    next_eval: float,
+    eval_every: float,
+    evaluation_point: Callable[[], None],
+    label: str,
+    on_step: Callable[[dict[str, float]], None] | None = None,
+) -> None:
+    """RL steps until ``budget`` seconds of training clock, each logged to the run's metrics
+    and printed on one line (``on_step`` sees its metrics); ``evaluation_point()`` runs with
+    the clock paused at ``next_eval`` and every ``eval_every`` seconds after, short of the
+    budget (the caller evaluates the end)."""
+    while clock.now() < budget:
+        metrics = pipeline.train_step()
+        pipeline.metrics.log(pipeline.step, metrics)
+        if on_step is not None:
+            on_step(metrics)
+        print(
+            f"  {label} step {pipeline.step}: success {metrics['rollout/success']:.2f} "
+            f"valid {metrics['rollout/valid_action_rate']:.2f} "
+            f"rollout {metrics['time/rollout']:.0f}s update {metrics['time/update']:.0f}s "
+            f"[{clock.now() / 60:.1f} min]",
+            flush=True,
+        )
+        if next_eval <= clock.now() < budget:
+            clock.pause()
+            evaluation_point()
+            clock.resume()
+            next_eval += eval_every
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default="sokoban")
@@ -381,26 +414,15 @@ def run_arm(args: argparse.Namespace) -> int:
             clock.pause()
             recorder.add(arm, clock.elapsed, evaluate(all_envs(args, args.eval_seeds)), rl_steps=0)
             clock.resume()
-        while clock.now() < budget:
-            metrics = pipeline.train_step()
-            pipeline.metrics.log(pipeline.step, metrics)
-            print(
-                f"  {arm} step {pipeline.step}: success {metrics['rollout/success']:.2f} "
-                f"valid {metrics['rollout/valid_action_rate']:.2f} "
-                f"rollout {metrics['time/rollout']:.0f}s update {metrics['time/update']:.0f}s "
-                f"[{clock.now() / 60:.1f} min]",
-                flush=True,
+
+        def evaluation_point() -> None:
+            recorder.add(
+                arm, clock.elapsed, evaluate({MAIN_ENV: args.eval_seeds}), rl_steps=pipeline.step
             )
-            if next_eval <= clock.now() < budget:
-                clock.pause()
-                recorder.add(
-                    arm,
-                    clock.elapsed,
-                    evaluate({MAIN_ENV: args.eval_seeds}),
-                    rl_steps=pipeline.step,
-                )
-                clock.resume()
-                next_eval += args.eval_every_minutes * 60
+
+        train_rl_until(
+            pipeline, clock, budget, next_eval, args.eval_every_minutes * 60, evaluation_point, arm
+        )
         clock.pause()
         recorder.add(
             arm,
