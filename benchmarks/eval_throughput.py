@@ -2,22 +2,24 @@
 
 The workload is ``roll-agent eval --model smollm2-135m --suite core-v0`` itself: every
 measurement is a call of ``trainer.suite_eval.evaluate_suite(parse_model(model), suite,
-ResultStore(db), backend=..., chunk=...)``, greedy, into a temporary SQLite database of its arm,
-as the command makes it. The arms are our ``continuous`` engine (the default) and HF
-``generate`` (``backend="hf"``), both float32 on this machine, in the same run.
+ResultStore(db), backend=..., batch_size=..., dtype=...)``, greedy, into a temporary SQLite
+database of its arm, as the command makes it. The arms are our ``continuous`` engine (the
+default: ``--batch-size`` episodes at once, each episode's next turn joining the running batch
+as soon as its reply is done, weights in ``--dtype``) and HF ``generate`` (``backend="hf"``,
+float32, the same episodes at once, turn by turn), in the same run.
 
 The full ``core-v0`` is 2564 episodes, too many to play twice. By default each env of the suite
 is played on a sample: a suite written to a temporary file with that env's kwargs, turn limit
-and reset option from ``core-v0``, but only its first seeds: ``--per-env`` (32) with our
-engine, one chunk as the full eval plays it (our engine batches up to 32), and the first
-``--hf-per-env`` (16) of them with HF, whose generator batches at most 16 prompts, so more seeds
-would only play more batches of the same size (``--hf-cap ENV=N``: fewer where it is very slow;
-the table says where). Each env gets its own ``evaluate_suite`` calls, the two arms back to
-back, which goes first alternating from env to env, so that other work on the machine falls on
-both alike. Each call's *CPU wait* (the share of its wall time some task of the machine waited
-for a CPU, from Linux's ``/proc/pressure/cpu``) shows where it did not: before each call the
-script waits (``--quiet-wait``) for other work to end, and measures an env again
-(``--retries``) when it was disturbed anyway, keeping the quieter pair.
+and reset option from ``core-v0``, but only its first seeds: ``--per-env`` (32) with our engine,
+and the first ``--hf-per-env`` (16) of them with HF (``--hf-cap ENV=N``: fewer where it is very
+slow; the table says where). A sample smaller than twice the batch does not show our engine's
+refilling the batch as episodes end, so its extrapolation errs long. Each env gets its own
+``evaluate_suite`` calls, the two arms back to back, which goes first alternating from env to
+env, so that other work on the machine falls on both alike. Each call's *CPU wait* (the share of
+its wall time some task of the machine waited for a CPU, from Linux's ``/proc/pressure/cpu``)
+shows where it did not: before each call the script waits (``--quiet-wait``) for other work to
+end, and measures an env again (``--retries``) when it was disturbed anyway, keeping the quieter
+pair.
 
 Per env it reports each arm's episodes/s and the ratio ours/HF, with the mean turns, prompt and
 reply tokens and solved episodes of each arm (why envs differ; greedy, the arms should play
@@ -181,6 +183,8 @@ def run_eval(args: argparse.Namespace, backend: str, suite: Suite, db: Path) -> 
             temperature=0.0,
             max_new_tokens=args.max_new_tokens,
             chunk=args.chunk,
+            batch_size=args.batch_size,
+            dtype=args.dtype if backend == OURS else "float32",
             force=True,
             backend=backend,
             command=shlex.join(["benchmarks/eval_throughput.py", f"--backend={backend}"]),
@@ -241,15 +245,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--per-env",
         type=int,
         default=32,
-        help="our engine plays the first N seeds of each env (32: one chunk, the batch of the "
-        "full eval)",
+        help="our engine plays the first N seeds of each env (32)",
     )
     parser.add_argument(
-        "--hf-per-env",
-        type=int,
-        default=16,
-        help="HF generate plays the first N of those (16: its largest batch, so more seeds "
-        "only play more batches of the same size)",
+        "--hf-per-env", type=int, default=16, help="HF generate plays the first N of those (16)"
     )
     parser.add_argument(
         "--envs", default="", help="comma-separated env ids to play (default: every env)"
@@ -261,7 +260,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="HF generate plays only the first N seeds of ENV (where it is very slow)",
     )
     parser.add_argument(
-        "--chunk", type=int, default=32, help="episodes played at once (32, roll-agent eval's)"
+        "--batch-size",
+        type=int,
+        default=64,
+        help="episodes played at once (64, roll-agent eval's)",
+    )
+    parser.add_argument(
+        "--dtype",
+        choices=["float32", "bfloat16"],
+        default="float32",
+        help="our engine's weights and cache (float32, roll-agent eval's; HF: float32)",
+    )
+    parser.add_argument(
+        "--chunk", type=int, default=32, help="finished episodes stored together (32)"
     )
     parser.add_argument("--max-new-tokens", type=int, default=64, help="reply limit (64)")
     parser.add_argument(
@@ -295,8 +306,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if args.full and args.json == parser.get_default("json"):
         args.json = RESULTS_DIR / "eval_throughput_full.json"
     args.hf_cap = parse_caps(args.hf_cap, parser)
-    if min(args.per_env, args.hf_per_env, args.chunk) < 1 or args.retries < 0:
-        parser.error("--per-env, --hf-per-env and --chunk must be >= 1, --retries >= 0")
+    if min(args.per_env, args.hf_per_env, args.chunk, args.batch_size) < 1 or args.retries < 0:
+        parser.error(
+            "--per-env, --hf-per-env, --chunk and --batch-size must be >= 1, --retries >= 0"
+        )
     return args
 
 
@@ -364,7 +377,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.full:
         sample = f"the first {args.per_env} seeds of each env (HF: {args.hf_per_env})"
     print(
-        f"{args.model}, {suite.label} ({', '.join(env_ids)}): {sample}, chunk {args.chunk}, "
+        f"{args.model}, {suite.label} ({', '.join(env_ids)}): {sample}, batch {args.batch_size}, "
         f"greedy, at most {args.max_new_tokens} new tokens, torch threads "
         f"{torch.get_num_threads()}",
         flush=True,
@@ -498,10 +511,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"HF generate played fewer seeds on {', '.join(capped_envs)} (--hf-cap, it is "
                 "slow there): its episodes/s there come from fewer, smaller batches"
             )
-        if args.per_env < args.chunk:
+        if args.per_env < 2 * args.batch_size:
             print(
-                f"the sample plays chunks of {args.per_env} episodes, the full eval chunks of "
-                f"{args.chunk}: the extrapolation errs long (smaller batches)"
+                f"the sample plays {args.per_env} episodes an env, fewer than twice the batch "
+                f"({args.batch_size}): the extrapolation errs long (the full eval keeps its "
+                "batch full as episodes end)"
             )
     waits = [per_arm[b][e]["cpu_wait"] for b in arms for e in env_ids]
     if any(w is not None and w > NOISY_WAIT for w in waits):
@@ -521,6 +535,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "noisy_cpu_wait": NOISY_WAIT,
         "hf_cap": args.hf_cap,
         "chunk": args.chunk,
+        "batch_size": args.batch_size,
+        "dtype": args.dtype,
         "max_new_tokens": args.max_new_tokens,
         "temperature": 0.0,
         "torch_threads": torch.get_num_threads(),

@@ -67,7 +67,21 @@ def add_eval_command(commands: argparse._SubParsersAction, run_env_eval: Callabl
         "--chunk",
         type=positive_int,
         default=32,
-        help="episodes played at once and stored together (32)",
+        help="finished episodes stored together (32): what an interrupted eval may lose",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=positive_int,
+        default=64,
+        help="episodes a model plays at once (64)",
+    )
+    parser.add_argument(
+        "--dtype",
+        choices=["float32", "bfloat16"],
+        default="float32",
+        help="a local model's weights and cache on the continuous engine: float32 (default), "
+        "or bfloat16, faster on CPUs with AVX512-BF16 or AMX (its greedy replies may differ; "
+        "it is stored as part of the eval)",
     )
     parser.add_argument(
         "--backend",
@@ -193,6 +207,8 @@ def run_suite_eval(args: argparse.Namespace) -> int:
                 seed=args.seed,
                 max_new_tokens=args.max_new_tokens,
                 chunk=args.chunk,
+                batch_size=args.batch_size,
+                dtype=args.dtype,
                 force=args.force,
                 tokenizer_name=args.tokenizer,
                 backend=args.backend,

@@ -9,9 +9,13 @@
 * an OpenAI-compatible endpoint, ``openai:http://127.0.0.1:8000/v1#name`` (``roll-agent serve``,
   vLLM, SGLang, llama.cpp), sent token ids with the tokenizer of ``name`` (or ``--tokenizer``).
 
-Episodes are played a chunk at a time and each chunk is stored at once, so an interrupted eval
-(Ctrl-C, ``kill -9``) resumes from the episodes already stored when the same command runs again;
-an identical eval already complete is reported, not re-run, unless ``force``.
+A local model plays ``batch_size`` episodes at once on the ``continuous`` engine, each
+episode's next turn joining the running batch as soon as its reply is done and a new episode
+starting as soon as one ends (the env manager's ``continuous`` schedule); other generators play
+``batch_size`` episodes turn by turn. Finished episodes are stored ``chunk`` at a time, so an
+interrupted eval (Ctrl-C, ``kill -9``) resumes from the episodes already stored when the same
+command runs again; an identical eval already complete is reported, not re-run, unless
+``force``.
 
 Example:
     >>> from trainer.suite_eval import parse_model
@@ -41,6 +45,7 @@ from rollenv.wrappers import SeedAsResetOption
 
 __all__ = [
     "BASELINES",
+    "DTYPES",
     "BaselinePlayer",
     "EvalOutcome",
     "ModelChoice",
@@ -50,6 +55,7 @@ __all__ = [
 ]
 
 BASELINES = ("random", "oracle")
+DTYPES = ("float32", "bfloat16")
 _CHECKPOINT = re.compile(r"(?P<run>[^/]+)/checkpoints/(?P<step>step-\d+)(?:/model)?/?$")
 
 
@@ -123,6 +129,8 @@ def evaluate_suite(
     max_new_tokens: int = 64,
     max_context_tokens: int = 2048,
     chunk: int = 32,
+    batch_size: int = 64,
+    dtype: str = "float32",
     force: bool = False,
     tokenizer_name: str | None = None,
     backend: str = "continuous",
@@ -140,7 +148,11 @@ def evaluate_suite(
         seed: seeds sampling (and the random baseline, with each episode's seed).
         max_new_tokens: tokens a reply may have.
         max_context_tokens: an episode whose next prompt would be longer ends (``context``).
-        chunk: episodes played at once (the generator batches their turns) and stored together.
+        chunk: finished episodes stored together.
+        batch_size: episodes a model plays at once (the generator batches their turns).
+        dtype: a local model's weights and cache on the ``continuous`` engine: ``float32``
+            (the model's own numbers) or ``bfloat16`` (faster on CPUs with AVX512-BF16 or AMX;
+            its greedy replies may differ, so it is part of the eval's identity).
         force: play again an identical eval already complete.
         tokenizer_name: the tokenizer of an ``openai`` model (default: its served name).
         backend: the in-process engine, ``continuous`` or ``hf`` (a local model only).
@@ -152,12 +164,29 @@ def evaluate_suite(
     from leaderboard.provenance import make_provenance
 
     started = time.monotonic()
+    if dtype not in DTYPES:
+        raise SuiteEvalError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    if dtype != "float32" and (choice.kind != "local" or backend != "continuous"):
+        raise SuiteEvalError(
+            f"--dtype {dtype} is for a local model on the continuous backend; "
+            "leave it at float32 here"
+        )
     player = _make_player(
-        choice, seed, temperature, max_new_tokens, max_context_tokens, tokenizer_name, backend
+        choice,
+        seed,
+        temperature,
+        max_new_tokens,
+        max_context_tokens,
+        tokenizer_name,
+        backend,
+        batch_size,
+        dtype,
     )
-    sampling = {"temperature": temperature, "seed": seed}
+    sampling: dict[str, Any] = {"temperature": temperature, "seed": seed}
     if choice.kind != "baseline":
         sampling |= {"max_new_tokens": max_new_tokens, "max_context_tokens": max_context_tokens}
+    if dtype != "float32":  # float32 evals keep the identity they had before dtype was a choice
+        sampling["dtype"] = dtype
     identity = EvalIdentity(choice.name, player.weights, suite.name, suite.version, sampling)
     provenance = make_provenance(suite, choice.source, _hardware(), command)
     start = store.start_eval(identity, provenance, [env.id for env in suite.envs], force=force)
@@ -166,12 +195,16 @@ def evaluate_suite(
         stored = len(start.done)
         on_start(start.eval_id, stored)
         for env in suite.envs:
-            seeds = [s for s in env.seeds if (env.id, s) not in start.done]
-            for part in _chunks(seeds, chunk):
-                records = player.play(env, part)
+
+            def keep(records: list[EpisodeRecord], env_id: str = env.id) -> None:
+                nonlocal played
                 store.add_episodes(start.eval_id, records)
                 played += len(records)
-                progress(env.id, stored + played)
+                progress(env_id, stored + played)
+
+            seeds = [s for s in env.seeds if (env.id, s) not in start.done]
+            if seeds:
+                player.play(env, seeds, keep, chunk)
         store.finish_eval(start.eval_id)
     board = store.board(suite.name, suite.version)
     row = next(r for r in board.rows if r.evaluation.eval_id == start.eval_id)
@@ -211,12 +244,25 @@ class BaselinePlayer:
     def __init__(self, name: str):
         self.name = name
 
-    def play(self, suite_env: SuiteEnv, seeds: list[int]) -> list[EpisodeRecord]:
+    def play(
+        self,
+        suite_env: SuiteEnv,
+        seeds: list[int],
+        keep: Callable[[list[EpisodeRecord]], None] = lambda records: None,
+        chunk: int = 32,
+    ) -> list[EpisodeRecord]:
+        """Plays ``seeds`` one after another, handing ``keep`` every ``chunk`` episodes;
+        returns them all."""
         env = _make_env(suite_env)
+        played: list[EpisodeRecord] = []
         try:
-            return [self._episode(env, suite_env, seed) for seed in seeds]
+            for part in _chunks(seeds, chunk):
+                records = [self._episode(env, suite_env, seed) for seed in part]
+                keep(records)
+                played += records
         finally:
             env.close()
+        return played
 
     def _episode(self, env: Any, suite_env: SuiteEnv, seed: int) -> EpisodeRecord:
         started = time.monotonic()
@@ -239,17 +285,34 @@ class _ModelPlayer:
     """A language model through a generator: in this process, or a server's."""
 
     def __init__(
-        self, generator: Any, tokenizer: Any, sampling: Any, weights: str, max_context_tokens: int
+        self,
+        generator: Any,
+        tokenizer: Any,
+        sampling: Any,
+        weights: str,
+        max_context_tokens: int,
+        batch_size: int,
     ):
         self.generator = generator
         self.tokenizer = tokenizer
         self.sampling = sampling
         self.weights = weights
         self.max_context_tokens = max_context_tokens
+        self.batch_size = batch_size
 
-    def play(self, suite_env: SuiteEnv, seeds: list[int]) -> list[EpisodeRecord]:
+    def play(
+        self,
+        suite_env: SuiteEnv,
+        seeds: list[int],
+        keep: Callable[[list[EpisodeRecord]], None] = lambda records: None,
+        chunk: int = 32,
+    ) -> list[EpisodeRecord]:
+        """Plays ``seeds``, ``batch_size`` episodes at once, handing ``keep`` the finished
+        episodes ``chunk`` at a time (the last part may be smaller); returns them all, in the
+        order they finished."""
         from trainer.rollout.env_manager import EnvManager
 
+        continuous = hasattr(self.generator, "stream")
         manager = EnvManager(
             suite_env.id,
             self.tokenizer,
@@ -260,36 +323,59 @@ class _ModelPlayer:
             sampling=self.sampling,
             max_context_tokens=self.max_context_tokens,
             wrap=_reset_option_wrapper(suite_env),
+            schedule="continuous" if continuous else "lockstep",
+            episodes_in_flight=self.batch_size,
         )
-        started = time.monotonic()
+        finished: list[Any] = []
+        played: list[EpisodeRecord] = []
+        since = [time.monotonic()]
+
+        def hand_on() -> None:
+            # episodes played together: each is given an equal share of the time since the last
+            # hand-on, so the stored times add up to the wall time
+            now = time.monotonic()
+            share = (now - since[0]) / len(finished)
+            since[0] = now
+            records = [_record_of(t, share) for t in finished]
+            keep(records)
+            played.extend(records)
+            finished.clear()
+
+        def on_trajectory(trajectory: Any) -> None:
+            finished.append(trajectory)
+            if len(finished) >= chunk:
+                hand_on()
+
         try:
-            trajectories = manager.rollout(seeds)
+            for part in [seeds] if continuous else _chunks(seeds, self.batch_size):
+                manager.rollout(part, on_trajectory=on_trajectory)
+            if finished:
+                hand_on()
         finally:
             manager.close()
-        # the chunk's episodes were played together: each is given an equal share of the time
-        share = (time.monotonic() - started) / max(len(seeds), 1)
-        return [
-            _record(
-                t.env_id,
-                t.seed,
-                t.instruction,
-                t.first_observation,
-                [
-                    TurnRecord(
-                        turn.reply,
-                        turn.observation,
-                        turn.reward,
-                        turn.metrics,
-                        turn.prompt_tokens,
-                        turn.response_tokens,
-                    )
-                    for turn in t.turns
-                ],
-                t.finish_reason,
-                share,
+        return played
+
+
+def _record_of(trajectory: Any, wall_s: float) -> EpisodeRecord:
+    return _record(
+        trajectory.env_id,
+        trajectory.seed,
+        trajectory.instruction,
+        trajectory.first_observation,
+        [
+            TurnRecord(
+                turn.reply,
+                turn.observation,
+                turn.reward,
+                turn.metrics,
+                turn.prompt_tokens,
+                turn.response_tokens,
             )
-            for t in trajectories
-        ]
+            for turn in trajectory.turns
+        ],
+        trajectory.finish_reason,
+        wall_s,
+    )
 
 
 def _make_player(
@@ -300,6 +386,8 @@ def _make_player(
     max_context_tokens: int,
     tokenizer_name: str | None,
     backend: str,
+    batch_size: int,
+    dtype: str,
 ) -> BaselinePlayer | _ModelPlayer:
     if choice.kind == "baseline":
         return BaselinePlayer(choice.name)
@@ -325,14 +413,18 @@ def _make_player(
         weights = _weights_hash(model)
         device = resolve_device("auto")
         model.to(device)
-        generator = make_generator(backend, model, tokenizer, device=device)
+        options: dict[str, Any] = {"max_batch_size": batch_size}
+        if backend == "continuous":
+            # the running rows, and a quarter more for the episodes between two turns
+            options |= {"dtype": dtype, "cache_rows": batch_size + max(8, batch_size // 4) + 1}
+        generator = make_generator(backend, model, tokenizer, device=device, **options)
     sampling = SamplingParams(
         max_new_tokens=max_new_tokens,
         temperature=temperature,
         stop_token_ids=(tokenizer.eos_token_id,),
         seed=seed if temperature > 0 else None,
     )
-    return _ModelPlayer(generator, tokenizer, sampling, weights, max_context_tokens)
+    return _ModelPlayer(generator, tokenizer, sampling, weights, max_context_tokens, batch_size)
 
 
 def _weights_hash(model: Any) -> str:

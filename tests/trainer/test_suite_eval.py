@@ -135,6 +135,35 @@ def test_a_served_model_matches_the_same_model_in_process(tmp_path):
     assert sum(turn.reply_tokens for e in local.values() for turn in e.turns) > 0
 
 
+def test_a_model_keeps_its_batch_full_and_plays_what_the_reference_engine_plays(tmp_path):
+    """tiny-random greedy, 2 episodes at a time on the continuous engine (each next turn joins
+    the running batch, a new episode starts as one ends), stored 3 at a time: every episode
+    once, with the replies HF generate gives playing 2 episodes turn by turn; bfloat16 weights
+    are a separate eval, recorded as such."""
+    db, reference_db = tmp_path / "board.db", tmp_path / "reference.db"
+    suite = _suite(tmp_path, "batch", 5)
+    common = ["--model", "tiny-random", "--suite", str(suite), "--batch-size", "2"]
+    _eval(db, *common, "--chunk", "3")
+    _eval(db, *common, "--dtype", "bfloat16")
+    # the backend is not part of an eval's identity (the same model and sampling): its own file
+    _eval(reference_db, *common, "--backend", "hf")
+    with sqlite3.connect(db) as connection:
+        rows = connection.execute("SELECT eval_id, env_id, seed FROM episodes").fetchall()
+    assert len(rows) == len(set(rows)) == 2 * 2 * 5
+    with ResultStore(db) as store, ResultStore(reference_db) as reference:
+        float32, bfloat16 = store.evals("batch")
+        assert "dtype" not in float32.identity.sampling
+        assert bfloat16.identity.sampling["dtype"] == "bfloat16"
+        [hf] = reference.evals("batch")
+        continuous, expected = (
+            {(s.env_id, s.seed): source.episode(s.episode_id) for s in source.episodes(e.eval_id)}
+            for source, e in ((store, float32), (reference, hf))
+        )
+    assert continuous.keys() == expected.keys() and len(continuous) == 10
+    for key, episode in continuous.items():
+        assert [t.reply for t in episode.turns] == [t.reply for t in expected[key].turns], key
+
+
 def test_two_evals_at_once_lose_and_duplicate_nothing(tmp_path):
     db = tmp_path / "board.db"
     suite = _suite(tmp_path, "pair", 150)
@@ -209,6 +238,9 @@ def test_mistakes_get_one_line_and_exit_2(tmp_path):
     assert "FrozenLake-v0" in _one_line_error("eval", "--env", "FrozenLak-v0")
     assert "openai:http://HOST:PORT/v1#MODEL_ID" in _one_line_error(
         "eval", "--model", "openai:localhost:8000", "--suite", "smoke"
+    )
+    assert "local model on the continuous backend" in _one_line_error(
+        "eval", "--model", "random", "--suite", "smoke", "--dtype", "bfloat16"
     )
     assert not (tmp_path / "b.db").exists() or _stored(tmp_path / "b.db") == []
 

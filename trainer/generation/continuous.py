@@ -38,7 +38,7 @@ Example:
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -47,14 +47,19 @@ import torch.nn.functional as F
 from transformers.models.llama.modeling_llama import rotate_half
 
 from trainer.generation.base import GenerationOutput, SamplingParams
-from trainer.generation.hf import HFGenerator, prepare_request, sample_next_tokens
+from trainer.generation.hf import (
+    HFGenerator,
+    check_prompts,
+    prepare_request,
+    sample_next_tokens,
+)
 from trainer.generation.kv_cache import SlotKVCache
 from trainer.generation.packed_linear import PackedLinear, packing_available, row_buckets
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-__all__ = ["SUPPORTED_MODEL_TYPES", "ContinuousGenerator"]
+__all__ = ["SUPPORTED_MODEL_TYPES", "ContinuousGenerator", "GenerationStream"]
 
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2")
 
@@ -129,6 +134,71 @@ def _common_prefix_length(a: list[int], b: list[int]) -> int:
         if a[i] != b[i]:
             return i
     return n
+
+
+class _DecodeAttention:
+    """Attention of rows ``first, first + 1, ...`` with one new token each, at ``positions``."""
+
+    def __init__(self, first: int, positions: torch.Tensor) -> None:
+        self.first, self.count = first, len(positions)
+        self.span = int(positions.max()) + 1
+        visible = torch.arange(self.span, device=positions.device)[None, :] <= positions[:, None]
+        self.visible = visible[:, None, None, :]  # (rows, 1, 1, span)
+
+    def __call__(
+        self,
+        q: torch.Tensor,
+        keys: torch.Tensor,
+        values: torch.Tensor,
+        kv_heads: int,
+        scale: float,
+    ) -> torch.Tensor:
+        rows = slice(self.first, self.first + self.count)
+        heads, head_dim = q.shape[1], q.shape[2]
+        # the query heads of each key/value head side by side, as if they were queries at one
+        # position (no copy of the cache per query head)
+        grouped = q.reshape(self.count, kv_heads, heads // kv_heads, head_dim)
+        out = F.scaled_dot_product_attention(
+            grouped,
+            keys[rows, :, : self.span],
+            values[rows, :, : self.span],
+            attn_mask=self.visible,
+            scale=scale,
+        )
+        return out.reshape(self.count, heads * head_dim)
+
+
+class _PromptAttention:
+    """Attention of rows ``first, first + 1, ...`` with ``lengths`` new tokens from ``starts``
+    (causal: key j is visible to the query at position p when j <= p)."""
+
+    def __init__(self, first: int, starts: torch.Tensor, lengths: torch.Tensor) -> None:
+        device = starts.device
+        self.first, self.count = first, len(starts)
+        self.width = int(lengths.max())
+        self.span = int((starts + lengths).max())
+        self.row_of = torch.repeat_interleave(torch.arange(self.count, device=device), lengths)
+        self.column = torch.cat([torch.arange(n, device=device) for n in lengths.tolist()])
+        query_pos = starts[:, None] + torch.arange(self.width, device=device)[None, :]
+        mask = torch.arange(self.span, device=device)[None, None, :] <= query_pos[:, :, None]
+        self.mask = mask[:, None]  # (rows, 1, width, span)
+
+    def __call__(
+        self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, scale: float
+    ) -> torch.Tensor:
+        rows = slice(self.first, self.first + self.count)
+        heads, head_dim = q.shape[1], q.shape[2]
+        queries = q.new_zeros((self.count, self.width, heads, head_dim))
+        queries[self.row_of, self.column] = q
+        out = F.scaled_dot_product_attention(
+            queries.transpose(1, 2),
+            keys[rows, :, : self.span],
+            values[rows, :, : self.span],
+            attn_mask=self.mask,
+            scale=scale,
+            enable_gqa=True,
+        )  # (rows, heads, width, head_dim)
+        return out.transpose(1, 2)[self.row_of, self.column].reshape(-1, heads * head_dim)
 
 
 class ContinuousGenerator:
@@ -236,6 +306,7 @@ class ContinuousGenerator:
             device=self.device,
         )
         self.stats = {"prompt_tokens": 0, "computed_prompt_tokens": 0, "generated_tokens": 0}
+        self._stream: GenerationStream | None = None  # the one whose requests hold the rows
 
     @torch.inference_mode()
     def generate(
@@ -249,56 +320,37 @@ class ContinuousGenerator:
         checked, rng, allowed = prepare_request(
             prompts, params, self._hf._vocab_size(), self.device
         )
-        requests = [_Request(i, prompt) for i, prompt in enumerate(checked)]
         if params.max_new_tokens == 0:
-            return [GenerationOutput([], [], "length") for _ in requests]
-        stop = set(params.stop_token_ids or self.default_stop_token_ids)
+            return [GenerationOutput([], [], "length") for _ in checked]
+        stream = GenerationStream(self, params, rng, allowed)
+        stream.submit_many(checked, range(len(checked)))
+        outputs: list[GenerationOutput | None] = [None] * len(checked)
+        while stream.busy:
+            for index, output in stream.step():
+                outputs[index] = output
+        return outputs  # type: ignore[return-value]
 
-        self.cache.abandon_running()
-        self.cache.begin_call()
-        self._compute_shared_prefixes([r.prompt for r in requests])
-        waiting = deque(requests)
-        running: list[_Request] = []  # running[r] is in cache row r
-        pending: list[int] = []  # running[r]'s last sampled token, not yet in the cache
-        while waiting or running:
-            if waiting and len(running) < self.max_batch_size:
-                admitted = []
-                while waiting and len(running) + len(admitted) < self.max_batch_size:
-                    request = waiting.popleft()
-                    row, shared = self.cache.admit(request.prompt)
-                    admitted.append((request, row, shared))
-                self.stats["prompt_tokens"] += sum(len(r.prompt) for r, _, _ in admitted)
-                self.stats["computed_prompt_tokens"] += sum(
-                    len(r.prompt) - s for r, _, s in admitted
-                )
-                logits = self._forward(
-                    [row for _, row, _ in admitted],
-                    [request.prompt[shared:] for request, _, shared in admitted],
-                    [shared for _, _, shared in admitted],
-                )
-                running += [request for request, _, _ in admitted]
-                pending += self._sample(logits, [r for r, _, _ in admitted], params, rng, allowed)
-            else:
-                rows = list(range(len(running)))
-                positions = [self.cache.lengths[r] for r in rows]
-                logits = self._forward(rows, [[t] for t in pending], positions)
-                pending = self._sample(logits, running, params, rng, allowed)
-            # release finished requests, last row first so the indices left stay valid
-            for row in range(len(running) - 1, -1, -1):
-                request = running[row]
-                if request.tokens[-1] in stop:
-                    request.finish_reason = "stop"
-                elif len(request.tokens) < params.max_new_tokens:
-                    continue
-                moved = self.cache.release(row)
-                running[row], pending[row] = running[moved], pending[moved]
-                running.pop()
-                pending.pop()
-        self.stats["generated_tokens"] += sum(len(r.tokens) for r in requests)
-        return [
-            GenerationOutput(r.tokens, r.logprobs, r.finish_reason)  # type: ignore[arg-type]
-            for r in requests
-        ]
+    def stream(self, params: SamplingParams) -> GenerationStream:
+        """A :class:`GenerationStream`: requests submitted one at a time, at any step, that
+        join the running batch as others leave it (an episode's next turn, without waiting for
+        the other episodes' replies). Opening a stream ends the previous one.
+
+        Example:
+            >>> from trainer.models import load_model
+            >>> model, tokenizer = load_model("tiny-random", seed=0)
+            >>> stream = ContinuousGenerator(model, tokenizer).stream(
+            ...     SamplingParams(max_new_tokens=3, temperature=0.0))
+            >>> stream.submit([1, 2, 3], key="a")
+            >>> finished = []
+            >>> while stream.busy:
+            ...     finished += stream.step()
+            >>> [(key, len(output.token_ids)) for key, output in finished]
+            [('a', 3)]
+        """
+        _, rng, allowed = prepare_request([], params, self._hf._vocab_size(), self.device)
+        if params.max_new_tokens < 1:
+            raise ValueError(f"a stream needs max_new_tokens >= 1, got {params.max_new_tokens}")
+        return GenerationStream(self, params, rng, allowed)
 
     def _compute_shared_prefixes(self, prompts: list[list[int]], min_gain: int = 16) -> None:
         """Computes once the prefixes several prompts of one call share (a group's identical
@@ -332,7 +384,7 @@ class ContinuousGenerator:
                 [p[s:] for p, (_, s) in zip(chunk, admitted, strict=True)],
                 [s for _, s in admitted],
             )
-            for row in range(len(admitted) - 1, -1, -1):
+            for row, _ in reversed(admitted):  # the last rows: nothing moves
                 self.cache.release(row)
 
     def _sample(
@@ -356,23 +408,26 @@ class ContinuousGenerator:
         """Runs ``new_tokens[i]`` at positions ``starts[i]...`` of cache row ``rows[i]``.
 
         ``rows`` must be contiguous running rows. The tokens go through the linear layers
-        packed, one after another; attention reads each row's cached keys and values.
+        packed, one after another; attention reads each row's cached keys and values. The
+        leading rows with one new token each (decoding) and the rows after them (prompts) are
+        run in one pass: together through the linear layers, each group through its own
+        attention, so a decode step and the prompts admitted beside it cost one pass.
 
         Returns:
             ``(len(rows), vocab)`` next-token logits after each row's last new token.
         """
         device = self.device
-        lengths = torch.tensor([len(t) for t in new_tokens], device=device)
-        width = int(lengths.max())
         first, count = rows[0], len(rows)
         if rows != list(range(first, first + count)):
             raise AssertionError("rows passed to _forward must be contiguous")
-        row_of = torch.repeat_interleave(torch.arange(count, device=device), lengths)
-        column = torch.cat([torch.arange(n, device=device) for n in lengths.tolist()])
+        sizes = [len(t) for t in new_tokens]
+        decoding = next((i for i, n in enumerate(sizes) if n != 1), count)
+        lengths = torch.tensor(sizes, device=device)
         start = torch.tensor(starts, device=device)
+        row_of = torch.repeat_interleave(torch.arange(count, device=device), lengths)
+        column = torch.cat([torch.arange(n, device=device) for n in sizes])
         positions = start[row_of] + column
-        span = int((start + lengths).max())
-        self.cache.ensure_capacity(span)
+        self.cache.ensure_capacity(int((start + lengths).max()))
         token_ids = torch.tensor([t for ts in new_tokens for t in ts], device=device)
         self.cache.write_tokens(row_of + first, positions, token_ids)
 
@@ -388,15 +443,12 @@ class ContinuousGenerator:
         capacity = self.cache.capacity
         slots = ((row_of + first) * kv_heads)[:, None] + torch.arange(kv_heads, device=device)
         slots = (slots * capacity + positions[:, None]).reshape(-1)
-        decoding = width == 1
-        if not decoding:
-            # key j is visible to query (row, column) when j <= that query's position
-            query_pos = start[:, None] + torch.arange(width, device=device)[None, :]
-            mask = torch.arange(span, device=device)[None, None, :] <= query_pos[:, :, None]
-            mask = mask[:, None]  # (rows, 1, width, span)
-        else:
-            visible = torch.arange(span, device=device)[None, :] <= positions[:, None]
-            visible = visible[:, None, None, :]  # (rows, 1, 1, span)
+        decode = _DecodeAttention(first, positions[:decoding]) if decoding else None
+        prompts = (
+            _PromptAttention(first + decoding, start[decoding:], lengths[decoding:])
+            if decoding < count
+            else None
+        )
         for index, layer in enumerate(self._layers):
             residual = hidden
             qkv = self._qkv[index](_rms_norm(layer.input_layernorm, hidden)).to(float_dtype)
@@ -408,31 +460,17 @@ class ContinuousGenerator:
             keys, values = self.cache.keys[index], self.cache.values[index]
             keys.view(-1, head_dim).index_copy_(0, slots, k.reshape(-1, head_dim).to(keys.dtype))
             values.view(-1, head_dim).index_copy_(0, slots, v.reshape(-1, head_dim).to(keys.dtype))
-            rows_keys = keys[first : first + count, :, :span]
-            rows_values = values[first : first + count, :, :span]
-            if decoding:
-                # one query per row: the query heads of each key/value head side by side, as
-                # if they were queries at one position (no copy of the cache per query head)
-                grouped = q.reshape(count, kv_heads, heads // kv_heads, head_dim).to(keys.dtype)
-                out = F.scaled_dot_product_attention(
-                    grouped, rows_keys, rows_values, attn_mask=visible, scale=self._scale
-                ).reshape(count, heads * head_dim)
-            else:
-                queries = keys.new_zeros((count, width, heads, head_dim))
-                queries[row_of, column] = q.to(keys.dtype)
-                out = F.scaled_dot_product_attention(
-                    queries.transpose(1, 2),
-                    rows_keys,
-                    rows_values,
-                    attn_mask=mask,
-                    scale=self._scale,
-                    enable_gqa=True,
-                )  # (rows, heads, width, head_dim)
-                out = out.transpose(1, 2)[row_of, column].reshape(-1, heads * head_dim)
+            q = q.to(keys.dtype)
+            parts = []
+            if decode is not None:
+                parts.append(decode(q[:decoding], keys, values, kv_heads, self._scale))
+            if prompts is not None:
+                parts.append(prompts(q[decoding:], keys, values, self._scale))
+            out = parts[0] if len(parts) == 1 else torch.cat(parts)
             hidden = residual + self._o[index](out.to(hidden.dtype))
             residual = hidden
             normed = _rms_norm(layer.post_attention_layernorm, hidden)
-            if decoding:
+            if prompts is None:
                 gate, up = self._gate_up[index](normed).chunk(2, dim=-1)
             else:
                 gate, up = self._gate_up[index].separately(normed)
@@ -455,3 +493,127 @@ class ContinuousGenerator:
                 linear.repack()
             else:
                 linear.drop_packs()
+
+
+class GenerationStream:
+    """One running batch of a :class:`ContinuousGenerator` that requests join and leave.
+
+    :meth:`submit` queues a prompt under a key; each :meth:`step` runs one forward pass that
+    decodes a token for every running request and, in the same pass, reads the prompts of the
+    requests admitted in their place (up to the engine's ``max_batch_size``), then returns the
+    requests that finished. A caller that turns a finished reply into a new prompt (an
+    episode's next turn) submits it at once, so it never waits for the rest of a batch: the
+    batch stays full instead of draining to its slowest reply.
+
+    Every request is sampled with the stream's ``params``, from one random stream seeded by
+    ``params.seed``: the tokens drawn depend on the order of submissions, which a caller that
+    submits deterministically (an env manager) keeps the same from run to run.
+
+    Make one with :meth:`ContinuousGenerator.stream`; a stream is used from one thread.
+    """
+
+    def __init__(
+        self,
+        engine: ContinuousGenerator,
+        params: SamplingParams,
+        rng: torch.Generator,
+        allowed: torch.Tensor | None,
+    ) -> None:
+        self._engine, self._params, self._rng, self._allowed = engine, params, rng, allowed
+        self._stop = set(params.stop_token_ids or engine.default_stop_token_ids)
+        self._waiting: deque[_Request] = deque()
+        self._running: list[_Request] = []  # _running[r] is in cache row r
+        self._pending: list[int] = []  # _running[r]'s last sampled token, not yet in the cache
+        self._keys: dict[int, Hashable] = {}
+        self._next = 0
+        # a stream owns the engine's running rows: whatever an earlier call or stream left
+        # running (it raised, or was dropped) is forgotten
+        engine._stream = self
+        engine.cache.abandon_running()
+        engine.cache.begin_call()
+
+    @property
+    def busy(self) -> bool:
+        """Whether requests are waiting or running."""
+        return bool(self._waiting or self._running)
+
+    @property
+    def running(self) -> int:
+        """Requests being generated now (at most the engine's ``max_batch_size``)."""
+        return len(self._running)
+
+    def submit(self, prompt: Sequence[int], key: Hashable) -> None:
+        """Queues ``prompt``; its output comes back from :meth:`step` with ``key``.
+
+        Raises:
+            ValueError: the prompt is empty or has an id outside the vocabulary.
+        """
+        self.submit_many([prompt], [key])
+
+    def submit_many(self, prompts: Sequence[Sequence[int]], keys: Iterable[Hashable]) -> None:
+        """Queues several prompts at once; a prefix they share (an instruction every episode
+        starts with) is computed once for all of them.
+
+        Raises:
+            ValueError: a prompt is empty or has an id outside the vocabulary.
+        """
+        self._check_current()
+        checked = [list(map(int, p)) for p in prompts]
+        check_prompts(checked, self._engine._hf._vocab_size())
+        keys = list(keys)
+        if len(keys) != len(checked):
+            raise ValueError(f"give one key per prompt: {len(checked)} prompts, {len(keys)} keys")
+        with torch.inference_mode():
+            self._engine._compute_shared_prefixes(checked)
+        for prompt, key in zip(checked, keys, strict=True):
+            self._keys[self._next] = key
+            self._waiting.append(_Request(self._next, prompt))
+            self._next += 1
+
+    @torch.inference_mode()
+    def step(self) -> list[tuple[Hashable, GenerationOutput]]:
+        """Runs one forward pass; returns ``(key, output)`` of each request that finished."""
+        self._check_current()
+        engine, cache = self._engine, self._engine.cache
+        decoding = len(self._running)
+        admitted: list[tuple[_Request, int]] = []
+        while self._waiting and decoding + len(admitted) < engine.max_batch_size:
+            request = self._waiting.popleft()
+            row, shared = cache.admit(request.prompt)
+            admitted.append((request, shared))
+        if not decoding and not admitted:
+            return []
+        engine.stats["prompt_tokens"] += sum(len(r.prompt) for r, _ in admitted)
+        engine.stats["computed_prompt_tokens"] += sum(len(r.prompt) - s for r, s in admitted)
+        logits = engine._forward(
+            list(range(decoding + len(admitted))),
+            [[token] for token in self._pending] + [r.prompt[s:] for r, s in admitted],
+            [cache.lengths[row] for row in range(decoding)] + [s for _, s in admitted],
+        )
+        self._running += [request for request, _ in admitted]
+        self._pending = engine._sample(
+            logits, self._running, self._params, self._rng, self._allowed
+        )
+        finished = []
+        # release finished requests, last row first so the indices left stay valid
+        for row in range(len(self._running) - 1, -1, -1):
+            request = self._running[row]
+            if request.tokens[-1] in self._stop:
+                request.finish_reason = "stop"
+            elif len(request.tokens) < self._params.max_new_tokens:
+                continue
+            moved = cache.release(row)
+            self._running[row], self._pending[row] = self._running[moved], self._pending[moved]
+            self._running.pop()
+            self._pending.pop()
+            engine.stats["generated_tokens"] += len(request.tokens)
+            output = GenerationOutput(request.tokens, request.logprobs, request.finish_reason)  # type: ignore[arg-type]
+            finished.append((self._keys.pop(request.index), output))
+        finished.reverse()  # in the order of the rows they ran in
+        return finished
+
+    def _check_current(self) -> None:
+        if self._engine._stream is not self:
+            raise RuntimeError(
+                "this stream was ended: its generator has opened another stream or run generate"
+            )

@@ -5,6 +5,15 @@ their returns can be compared (GRPO, GiGPO). Each turn the manager asks the gene
 reply per running episode, in one batched call, steps the envs with the decoded replies, and
 records everything as ``Trajectory`` data.
 
+Two schedules:
+
+* ``lockstep``: every running episode's turn k is one batched ``generate`` call; turn k+1 starts
+  when the slowest reply of turn k is done. Any generator.
+* ``continuous`` (sample-level scheduling, as ROLL): each episode's next prompt joins the
+  generator's running batch the moment its reply is done and its env has stepped, and a new
+  episode starts the moment one ends, so the batch stays full. It needs a generator with a
+  ``stream`` (:meth:`~trainer.generation.continuous.ContinuousGenerator.stream`).
+
 Two context modes:
 
 * ``full`` (StarPO): the prompt is the whole episode so far; one training sample per episode.
@@ -24,6 +33,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -44,6 +54,7 @@ if TYPE_CHECKING:  # a PortableTokenizer does as well, and keeps torch out of en
     from trainer.config import Config
 
 ContextMode = Literal["full", "window"]
+Schedule = Literal["lockstep", "continuous"]
 
 
 @dataclass
@@ -79,6 +90,9 @@ class EnvManager:
         wrap: applied to every env made (e.g. a :class:`~rollenv.wrappers.Latency` wrapper).
         step_threads: envs :meth:`rollout` steps at once, in threads (for slow envs: a turn
             then waits for the slowest step, not for the sum of them).
+        schedule: ``"lockstep"`` or ``"continuous"`` (see the module docstring).
+        episodes_in_flight: with ``"continuous"``, the most episodes played at once (whole
+            groups; default: the generator's ``max_batch_size``); the others start as those end.
     """
 
     def __init__(
@@ -96,9 +110,18 @@ class EnvManager:
         max_context_tokens: int = 4096,
         wrap: Callable[[gym.Env], gym.Env] | None = None,
         step_threads: int = 1,
+        schedule: Schedule = "lockstep",
+        episodes_in_flight: int | None = None,
     ):
         if context not in ("full", "window"):
             raise ValueError(f"context must be 'full' or 'window', got {context!r}")
+        if schedule not in ("lockstep", "continuous"):
+            raise ValueError(f"schedule must be 'lockstep' or 'continuous', got {schedule!r}")
+        if schedule == "continuous" and not hasattr(generator, "stream"):
+            raise ValueError(
+                f"schedule 'continuous' needs a generator with a stream (the 'continuous' "
+                f"backend), not {type(generator).__name__}; use schedule='lockstep'"
+            )
         self.env_id = rollenv.spec(env_id).id
         self.env_kwargs = dict(env_kwargs or {})
         self.tokenizer = tokenizer
@@ -112,6 +135,8 @@ class EnvManager:
         self.chat = ChatTokens(tokenizer)
         self.wrap = wrap
         self.step_threads = step_threads
+        self.schedule = schedule
+        self.episodes_in_flight = episodes_in_flight
         self._envs: list[ChatHistory] = []  # rollout()'s, one per episode of a call
         self._free: list[ChatHistory] = []  # play_episode()'s, not in use now
 
@@ -162,6 +187,7 @@ class EnvManager:
         seeds: list[int],
         group_ids: list[int] | None = None,
         policy: Callable[[gym.Env], Policy] | None = None,
+        on_trajectory: Callable[[Trajectory], None] | None = None,
     ) -> list[Trajectory]:
         """Plays one group per seed; returns ``len(seeds) * group_size`` trajectories.
 
@@ -171,10 +197,17 @@ class EnvManager:
             policy: if given, replies come from ``policy(env)`` (e.g. ``oracle_for``) instead of
                 the generator, tokenised and closed with the end-of-turn token: the same
                 prompts and samples as RL, for supervised warm start.
+            on_trajectory: called with each trajectory as it ends (with the ``continuous``
+                schedule, while the others play on: a caller can store it at once).
+
+        Returns:
+            The trajectories, group by group in the order of ``seeds``.
         """
         group_ids = list(range(len(seeds))) if group_ids is None else list(group_ids)
         if len(group_ids) != len(seeds):
             raise ValueError("give one group id per seed")
+        if self.schedule == "continuous" and policy is None:
+            return self._rollout_continuous(seeds, group_ids, on_trajectory)
         envs = self._env_pool(len(seeds) * self.group_size)
         episodes = [
             self._start(env, seeds[i // self.group_size], group_ids[i // self.group_size])
@@ -206,7 +239,79 @@ class EnvManager:
         for episode in episodes:
             if not episode.done:
                 self._finish(episode, "max_turns")
+            if on_trajectory is not None:
+                on_trajectory(episode.trajectory)
         return [e.trajectory for e in episodes]
+
+    def _rollout_continuous(
+        self,
+        seeds: list[int],
+        group_ids: list[int],
+        on_trajectory: Callable[[Trajectory], None] | None,
+    ) -> list[Trajectory]:
+        """:meth:`rollout` with the ``continuous`` schedule: one generator stream; an episode's
+        next prompt is submitted as soon as its env has stepped, and the next group starts as
+        soon as enough episodes have ended."""
+        assert self.generator is not None
+        stream = self.generator.stream(self.sampling)  # type: ignore[attr-defined]
+        limit = self.episodes_in_flight or getattr(self.generator, "max_batch_size", 32)
+        limit = max(self.group_size, limit // self.group_size * self.group_size)
+        window = None if self.context == "full" else self.window
+        free = self._env_pool(min(limit, len(seeds) * self.group_size))[::-1]
+        waiting = deque(enumerate(zip(seeds, group_ids, strict=True)))
+        results: list[Trajectory | None] = [None] * (len(seeds) * self.group_size)
+        playing: dict[int, tuple[_Episode, int, list[int]]] = {}  # key -> episode, turn, prompt
+
+        def start_groups() -> None:
+            keys, prompts = [], []
+            while waiting and len(playing) + self.group_size <= limit:
+                group, (seed, group_id) = waiting.popleft()
+                for member in range(self.group_size):
+                    if not free:
+                        self._envs.append(ChatHistory(self.make_env(), window=window))
+                        free.append(self._envs[-1])
+                    episode = self._start(free.pop(), seed, group_id)
+                    key = group * self.group_size + member
+                    prompt = self._prompt(episode)
+                    playing[key] = (episode, 0, prompt)
+                    keys.append(key)
+                    prompts.append(prompt)
+            if prompts:
+                stream.submit_many(prompts, keys)
+
+        def record(key: int, output: GenerationOutput) -> None:
+            episode, turn, prompt = playing[key]
+            self._record(episode, turn, prompt, output)  # steps the env
+
+        def advance(key: int) -> None:
+            episode, turn, _ = playing[key]
+            if not episode.done and turn + 1 >= self.max_turns:
+                self._finish(episode, "max_turns")
+            if episode.done:
+                del playing[key]
+                results[key] = episode.trajectory
+                free.append(episode.env)
+                if on_trajectory is not None:
+                    on_trajectory(episode.trajectory)
+                return
+            prompt = self._prompt(episode)
+            playing[key] = (episode, turn + 1, prompt)
+            stream.submit(prompt, key)
+
+        # slow envs step in threads, all those whose replies a forward pass finished at once
+        pool = ThreadPoolExecutor(self.step_threads) if self.step_threads > 1 else None
+        try:
+            start_groups()
+            while stream.busy:
+                finished = stream.step()
+                list((pool.map if pool else map)(lambda f: record(*f), finished))
+                for key, _ in finished:
+                    advance(key)
+                start_groups()
+        finally:
+            if pool is not None:
+                pool.shutdown()
+        return results  # type: ignore[return-value]
 
     async def play_episode(
         self,

@@ -376,3 +376,47 @@ def test_packed_weights_are_refused_where_they_cannot_run(tiny):
     model, tokenizer = tiny
     with pytest.raises(ValueError, match="packed_weights needs float32"):
         ContinuousGenerator(copy.deepcopy(model), tokenizer, dtype="bfloat16", packed_weights=True)
+
+
+def test_a_stream_admits_requests_while_others_run_and_replies_the_same(tiny):
+    # requests submitted at different steps join the running batch (one forward pass decodes
+    # the running ones and reads the new prompts) and get the replies a batch call gives
+    model, tokenizer = tiny
+    reference, fast = _pair(model, tokenizer, max_batch_size=3)
+    params = SamplingParams(max_new_tokens=12, temperature=0.0, stop_token_ids=(0,))
+    expected = reference.generate(PROMPTS, params)
+    stream = fast.stream(params)
+    stream.submit(PROMPTS[0], key=0)
+    got, running, steps = {}, [], 0
+    while stream.busy:
+        if 1 <= steps <= 4:  # one more request per step, beside those running
+            stream.submit(PROMPTS[steps], key=steps)
+        for key, output in stream.step():
+            got[key] = output
+        running.append(stream.running)
+        steps += 1
+    assert [got[i].token_ids for i in range(len(PROMPTS))] == [o.token_ids for o in expected]
+    for i, output in enumerate(expected):
+        assert got[i].logprobs == pytest.approx(output.logprobs, abs=1e-4)
+    assert max(running) == 3  # the batch was full while others waited
+    assert steps < sum(len(o.token_ids) for o in expected)  # requests shared forward passes
+
+
+def test_a_stream_ends_when_another_starts_and_refuses_bad_prompts(tiny):
+    model, tokenizer = tiny
+    _, fast = _pair(model, tokenizer)
+    params = SamplingParams(max_new_tokens=4, temperature=0.0)
+    first = fast.stream(params)
+    first.submit([1, 2, 3], key="a")
+    first.step()
+    fast.generate([[4, 5]], params)  # a call takes the engine over
+    with pytest.raises(RuntimeError, match="stream was ended"):
+        first.step()
+    second = fast.stream(params)
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        second.submit([10**6], key="b")
+    with pytest.raises(ValueError, match="one key per prompt"):
+        second.submit_many([[1], [2]], keys=["c"])
+    with pytest.raises(ValueError, match="max_new_tokens >= 1"):
+        fast.stream(SamplingParams(max_new_tokens=0))
+    assert not second.busy and second.step() == []

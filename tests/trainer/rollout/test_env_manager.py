@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from rollenv.policies import oracle_for
@@ -142,3 +144,64 @@ def test_play_episode_plays_what_a_one_episode_rollout_plays(tiny):
     assert played.samples[0].token_ids == expected.samples[0].token_ids
     assert played.samples[0].logprobs == expected.samples[0].logprobs
     assert [t.reward for t in played.turns] == [t.reward for t in expected.turns]
+
+
+class CountingStream:
+    """A continuous generator whose streams count the requests running at each step."""
+
+    def __init__(self, inner):
+        self.inner, self.max_batch_size, self.running = inner, inner.max_batch_size, []
+
+    def stream(self, params):
+        stream = self.inner.stream(params)
+        step = stream.step
+
+        def counted_step():
+            finished = step()
+            self.running.append(stream.running + len(finished))
+            return finished
+
+        stream.step = counted_step
+        return stream
+
+
+@pytest.mark.parametrize("context", ["full", "window"])
+def test_the_continuous_schedule_plays_the_lockstep_episodes(tiny, context):
+    # greedy: the same episodes whatever the schedule; 7 groups of 2 through 4 places in flight,
+    # so groups start as others end, and every trajectory is handed on once, as it ends
+    from trainer.generation import ContinuousGenerator
+
+    model, tokenizer = tiny
+    sampling = SamplingParams(
+        max_new_tokens=12, temperature=0.0, stop_token_ids=(tokenizer.eos_token_id,)
+    )
+    settings = {"group_size": 2, "max_turns": 3, "sampling": sampling, "context": context}
+    seeds = [3, 4, 5, 6, 7, 8, 9]
+    lockstep = EnvManager("Sokoban-v0", tokenizer, HFGenerator(model, tokenizer), **settings)
+    expected = lockstep.rollout(seeds)
+    generator = CountingStream(
+        ContinuousGenerator(copy.deepcopy(model), tokenizer, max_batch_size=4)
+    )
+    manager = EnvManager(
+        "Sokoban-v0", tokenizer, generator, schedule="continuous", episodes_in_flight=5, **settings
+    )
+    handed_on = []
+    got = manager.rollout(seeds, on_trajectory=handed_on.append)
+    assert [(t.seed, t.group_id) for t in got] == [(t.seed, t.group_id) for t in expected]
+    assert [[s.token_ids for s in t.samples] for t in got] == [
+        [s.token_ids for s in t.samples] for t in expected
+    ]
+    assert [[turn.reward for turn in t.turns] for t in got] == [
+        [turn.reward for turn in t.turns] for t in expected
+    ]
+    assert sorted(map(id, handed_on)) == sorted(map(id, got))
+    # 5 in flight rounds down to 2 groups of 2: never more than 4 envs, 4 requests at a time
+    assert len(manager._envs) == 4 and max(generator.running) == 4
+
+
+def test_the_continuous_schedule_needs_a_stream(tiny):
+    model, tokenizer = tiny
+    with pytest.raises(ValueError, match="needs a generator with a stream.*lockstep"):
+        EnvManager("Sokoban-v0", tokenizer, HFGenerator(model, tokenizer), schedule="continuous")
+    with pytest.raises(ValueError, match="'lockstep' or 'continuous'"):
+        EnvManager("Sokoban-v0", tokenizer, None, schedule="async")
