@@ -49,8 +49,26 @@ def _server(app: FastAPI) -> object:
 
 
 def serve_forever(app: FastAPI, sock: socket.socket) -> None:
-    """Serves ``app`` on the listening ``sock`` until Ctrl-C (then closes every session)."""
-    _server(app).run(sockets=[sock])  # type: ignore[attr-defined]
+    """Serves ``app`` on the listening ``sock`` until Ctrl-C (then closes every session).
+
+    Raises:
+        KeyboardInterrupt: after a graceful stop by Ctrl-C or SIGTERM. uvicorn raises the
+            signal again once it has stopped, but asyncio turns that into an exception only
+            if the signal lands before the server's task has returned; under load it may not,
+            and the command would exit 0 instead of 130.
+    """
+    server = _server(app)
+    stopping_signals: list[int] = []
+    handle_exit = server.handle_exit  # type: ignore[attr-defined]
+
+    def record_and_stop(sig: int, frame: object) -> None:
+        stopping_signals.append(sig)
+        handle_exit(sig, frame)
+
+    server.handle_exit = record_and_stop  # type: ignore[attr-defined]
+    server.run(sockets=[sock])  # type: ignore[attr-defined]
+    if stopping_signals:
+        raise KeyboardInterrupt
 
 
 @contextlib.contextmanager
