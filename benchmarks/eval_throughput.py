@@ -503,7 +503,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.hf_per_env < args.per_env:
             print(
                 f"HF generate played the first {args.hf_per_env} of the seeds our engine "
-                "played (--hf-per-env; it batches at most 16 prompts)"
+                "played (--hf-per-env), all of them in one batch: a smaller batch than ours"
             )
         capped_envs = [e for e in env_ids if per_env_report[e]["hf_capped"]]
         if capped_envs:
