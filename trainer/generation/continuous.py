@@ -172,13 +172,21 @@ class _PromptAttention:
     """Attention of rows ``first, first + 1, ...`` with ``lengths`` new tokens from ``starts``
     (causal: key j is visible to the query at position p when j <= p)."""
 
-    def __init__(self, first: int, starts: torch.Tensor, lengths: torch.Tensor) -> None:
+    def __init__(
+        self,
+        first: int,
+        starts: torch.Tensor,
+        lengths: torch.Tensor,
+        row_of: torch.Tensor,
+        column: torch.Tensor,
+    ) -> None:
+        """``row_of`` and ``column``: each new token's row (counted from ``first``) and its
+        index among that row's new tokens."""
         device = starts.device
         self.first, self.count = first, len(starts)
         self.width = int(lengths.max())
         self.span = int((starts + lengths).max())
-        self.row_of = torch.repeat_interleave(torch.arange(self.count, device=device), lengths)
-        self.column = torch.cat([torch.arange(n, device=device) for n in lengths.tolist()])
+        self.row_of, self.column = row_of, column
         query_pos = starts[:, None] + torch.arange(self.width, device=device)[None, :]
         mask = torch.arange(self.span, device=device)[None, None, :] <= query_pos[:, :, None]
         self.mask = mask[:, None]  # (rows, 1, width, span)
@@ -323,7 +331,7 @@ class ContinuousGenerator:
         if params.max_new_tokens == 0:
             return [GenerationOutput([], [], "length") for _ in checked]
         stream = GenerationStream(self, params, rng, allowed)
-        stream.submit_many(checked, range(len(checked)))
+        stream._enqueue(checked, range(len(checked)))  # prepare_request checked them
         outputs: list[GenerationOutput | None] = [None] * len(checked)
         while stream.busy:
             for index, output in stream.step():
@@ -445,7 +453,13 @@ class ContinuousGenerator:
         slots = (slots * capacity + positions[:, None]).reshape(-1)
         decode = _DecodeAttention(first, positions[:decoding]) if decoding else None
         prompts = (
-            _PromptAttention(first + decoding, start[decoding:], lengths[decoding:])
+            _PromptAttention(
+                first + decoding,
+                start[decoding:],
+                lengths[decoding:],
+                row_of[decoding:] - decoding,  # decoding rows come first, one token each
+                column[decoding:],
+            )
             if decoding < count
             else None
         )
@@ -560,6 +574,9 @@ class GenerationStream:
         self._check_current()
         checked = [list(map(int, p)) for p in prompts]
         check_prompts(checked, self._engine._hf._vocab_size())
+        self._enqueue(checked, keys)
+
+    def _enqueue(self, checked: list[list[int]], keys: Iterable[Hashable]) -> None:
         keys = list(keys)
         if len(keys) != len(checked):
             raise ValueError(f"give one key per prompt: {len(checked)} prompts, {len(keys)} keys")
