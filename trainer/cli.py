@@ -197,10 +197,47 @@ def _add_serve_command(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument("--port", type=non_negative_int, default=8000, help="port (8000)")
     parser.add_argument(
-        "--max-batch-size", type=positive_int, default=64, help="sequences decoded at once"
+        "--dtype",
+        choices=["float32", "bfloat16"],
+        default="float32",
+        help="weights' and KV cache's dtype (bfloat16: about twice the tokens a second on a "
+        "CPU, log-probs a few hundredths from float32's)",
     )
     parser.add_argument(
-        "--dtype", choices=["float32", "bfloat16"], default="float32", help="weights' dtype"
+        "--max-model-len",
+        type=positive_int,
+        help="the most tokens a request holds, prompt and reply (default: the model's context)",
+    )
+    parser.add_argument(
+        "--max-num-seqs",
+        type=positive_int,
+        help="requests generated at once; more wait (default: 64, lowered to fit the KV cache "
+        "budget)",
+    )
+    parser.add_argument(
+        "--kv-cache-memory",
+        default="0.25",
+        help="the KV cache's budget: a size (4GB, 512MiB) or a fraction of this machine's "
+        "memory (default 0.25)",
+    )
+    parser.add_argument(
+        "--max-step-tokens",
+        type=positive_int,
+        default=512,
+        help="most tokens a forward pass runs: a longer prompt is read in chunks this size "
+        "while the others decode (default 512)",
+    )
+    parser.add_argument(
+        "--queue-timeout",
+        type=float,
+        default=60.0,
+        help="seconds a request may wait for a free sequence before a 503 (default 60)",
+    )
+    parser.add_argument(
+        "--shutdown-grace",
+        type=float,
+        default=5.0,
+        help="seconds running requests may finish after SIGTERM or Ctrl-C (default 5)",
     )
     parser.set_defaults(handler=run_serve)
 
@@ -212,18 +249,23 @@ def run_serve(args: argparse.Namespace) -> int:
     require_extra("uvicorn", "serve")
     from trainer.models import ModelLoadError
     from trainer.openai_server import serve
+    from trainer.serving.plan import ServePlanError
 
-    options = {"dtype": args.dtype} if args.dtype != "float32" else {}
     try:
         serve(
             args.model,
             host=args.host,
             port=args.port,
             name=args.name,
-            max_batch_size=args.max_batch_size,
-            **options,
+            dtype=None if args.dtype == "float32" else args.dtype,
+            max_model_len=args.max_model_len,
+            max_num_seqs=args.max_num_seqs,
+            kv_cache_memory=args.kv_cache_memory,
+            max_step_tokens=args.max_step_tokens,
+            queue_timeout_s=args.queue_timeout,
+            shutdown_grace_s=args.shutdown_grace,
         )
-    except ModelLoadError as error:
+    except (ModelLoadError, ServePlanError) as error:
         raise UsageError(str(error)) from None
     except OSError as error:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {error}") from None

@@ -1,9 +1,17 @@
 """``roll-agent serve``: our generation engine behind an OpenAI-compatible HTTP API.
 
-Endpoints: ``GET /v1/models``, ``POST /v1/completions`` (a text prompt or a list of token ids)
-and ``POST /v1/chat/completions`` (messages rendered with the model's chat template). Requests
-that arrive together are sampled in one batch by a
-:class:`~trainer.generation.actor.GeneratorActor` running in the server's event loop.
+Endpoints: ``GET /v1/models``, ``POST /v1/completions`` (a text prompt or a list of token ids),
+``POST /v1/chat/completions`` (messages rendered with the model's chat template), ``GET /health``
+and ``GET /metrics`` (Prometheus, see :mod:`trainer.serving.metrics`).
+
+Requests run on a :class:`~trainer.serving.engine.ServingEngine`: each joins the running batch
+at the engine's next forward pass (continuous admission), a long prompt is read a chunk a pass
+so the others keep decoding, and a request whose client disconnects is aborted at once. The
+limits are vLLM's: a prompt plus ``max_tokens`` beyond ``--max-model-len`` is a 400 that says
+both numbers, ``max_tokens`` omitted means "up to the context", and a request that waits longer
+than the queue timeout for one of the ``--max-num-seqs`` sequences is a 503. On SIGTERM or
+Ctrl-C the server stops accepting (new requests get 503), lets the running ones finish for the
+grace period, aborts the rest and exits 0; a second signal exits at once.
 
 Token in, token out, as vLLM does it: a completion request may send ``prompt`` as token ids
 and ask for ``logprobs`` with ``return_tokens_as_token_ids: true``; each returned token is then
@@ -12,35 +20,40 @@ and ask for ``logprobs`` with ``return_tokens_as_token_ids: true``; each returne
 ``top_k`` and ``stop_token_ids`` are accepted as vLLM's extra parameters.
 
 ``stream: true`` answers with server-sent events, as the ``openai`` client's ``stream=True``
-reads them: one chunk per decoded piece of text, a last chunk with the finish reason, then
-``data: [DONE]``. The chunks are sent once the reply is sampled (the engine returns whole
-replies), so streaming gives the client's protocol, not earlier first tokens. ``n`` samples
-several replies of one prompt in one batch; ``stop`` strings cut the reply before the first one.
-``tools`` and ``top_logprobs`` are refused with a 400 that says so.
+reads them: a chunk as each piece of text is sampled, a last chunk with the finish reason, then
+``data: [DONE]``. ``n`` samples several replies of one prompt; ``stop`` strings cut the reply
+before the first one. ``tools`` and ``top_logprobs`` are refused with a 400 that says so.
 
 Example:
-    >>> app = build_app(GeneratorActor("tiny-random"), "tiny-random")  # doctest: +SKIP
     >>> serve("tiny-random", port=8000)  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
+import signal
 import socket
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import replace
+from dataclasses import dataclass
 from typing import Any, Literal
 
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from rollenv.server.serving import listening_socket
-from trainer.generation.actor import GeneratorActor
-from trainer.generation.base import GenerationOutput, SamplingParams
+from trainer.generation.base import SamplingParams
+from trainer.serving.engine import Draining, Finished, Refused, ServedRequest, ServingEngine, Token
+from trainer.serving.reply_text import ReplyText
 
-__all__ = ["build_app", "serve"]
+__all__ = ["build_app", "listening_socket", "serve"]
 
 
 MAX_CHOICES = 16
@@ -66,6 +79,10 @@ class _Request(BaseModel):
         stops = [self.stop] if isinstance(self.stop, str) else list(self.stop or [])
         return [stop for stop in stops if stop]
 
+    @property
+    def reply_limit(self) -> int | None:
+        return self.max_tokens
+
 
 class CompletionRequest(_Request):
     prompt: str | list[int]
@@ -82,108 +99,108 @@ class ChatRequest(_Request):
     messages: list[ChatMessage] = Field(min_length=1)
     logprobs: bool = False
     top_logprobs: int | None = Field(None, ge=0)
+    max_completion_tokens: int | None = Field(None, gt=0)  # the chat API's newer name
+
+    @property
+    def reply_limit(self) -> int | None:
+        return self.max_completion_tokens or self.max_tokens
 
 
-def build_app(server: GeneratorActor, model_name: str, *, max_tokens: int = 256) -> Any:
-    """The FastAPI app serving ``server``'s model as ``model_name``.
+@dataclass
+class _Choice:
+    """One of a request's ``n`` replies: its engine request and its text so far."""
+
+    index: int
+    served: ServedRequest
+    reply: ReplyText
+    finish_reason: str | None = None
+
+
+class _HTTPError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+async def _until_disconnected(http_request: Any) -> None:
+    """Returns when the client has gone (uvicorn reports ``http.disconnect``)."""
+    while True:
+        message = await http_request.receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) -> FastAPI:
+    """The FastAPI app serving ``engine``'s model as ``model_name``.
 
     Args:
-        server: the engine (its ``generate`` batches concurrent requests).
+        engine: runs the requests (its thread is already going).
         model_name: the id ``/v1/models`` lists and requests must name.
-        max_tokens: the reply length when a request gives none.
+        metrics: a :class:`~trainer.serving.metrics.ServeMetrics` for ``GET /metrics``
+            (``None``: the endpoint answers 404).
     """
-    from fastapi import FastAPI, HTTPException, Request
-    from fastapi.exceptions import RequestValidationError
-    from fastapi.responses import JSONResponse, StreamingResponse
-
-    tokenizer = server.tokenizer
+    tokenizer = engine.tokenizer
+    context = engine.max_context
     app = FastAPI(title=f"rollenv: {model_name}")
     created = int(time.time())
 
     # errors in OpenAI's shape, so clients show the message; a bad field is a 400 that names it
     def error(status: int, message: str) -> JSONResponse:
-        body = {"error": {"message": message, "type": "invalid_request_error", "code": status}}
+        kind = "invalid_request_error" if status < 500 else "server_error"
+        body = {"error": {"message": message, "type": kind, "code": status}}
         return JSONResponse(body, status_code=status)
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
         return error(exc.status_code, str(exc.detail))
 
+    @app.exception_handler(_HTTPError)
+    async def our_error(request: Request, exc: _HTTPError) -> JSONResponse:
+        return error(exc.status, exc.message)
+
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
         problems = [
-            f"{'.'.join(str(p) for p in e['loc'] if p != 'body')}: {e['msg']}" for e in exc.errors()
+            f"{'.'.join(str(p) for p in e['loc'] if p != 'body') or 'body'}: {e['msg']}"
+            for e in exc.errors()
         ]
         return error(400, "; ".join(problems))
 
     def check_request(request: _Request) -> None:
         if request.model != model_name:
-            raise HTTPException(
-                status_code=404,
-                detail=f"model {request.model!r} is not served here; this server has "
+            raise _HTTPError(
+                404,
+                f"model {request.model!r} is not served here; this server has "
                 f"{model_name!r} (GET /v1/models)",
             )
         if request.tools:
-            raise HTTPException(
-                status_code=400,
-                detail="tools are not supported by this server: it samples plain text "
+            raise _HTTPError(
+                400,
+                "tools are not supported by this server: it samples plain text "
                 "(describe the tools in the messages and parse the reply instead)",
             )
         if getattr(request, "top_logprobs", None):
-            raise HTTPException(
-                status_code=400,
-                detail="top_logprobs is not supported by this server; logprobs=true gives "
+            raise _HTTPError(
+                400,
+                "top_logprobs is not supported by this server; logprobs=true gives "
                 "each sampled token's log-probability",
             )
 
-    async def sample(request: _Request, prompt: list[int]) -> list[GenerationOutput]:
-        """``request.n`` replies, sampled together (a seeded request seeds each one apart)."""
-        params = sampling(request)
-        seeds = [None if request.seed is None else request.seed + i for i in range(request.n)]
-        outputs = await asyncio.gather(
-            *(server.generate(prompt, replace(params, seed=seed)) for seed in seeds)
-        )
-        return [cut_at_stop(output, request.stop_strings) for output in outputs]
-
-    def prefix_texts(output: GenerationOutput) -> list[str]:
-        """The reply's text after each of its tokens (where stop strings and chunks begin)."""
-        ids = output.token_ids
-        return [
-            tokenizer.decode(ids[:end], skip_special_tokens=True) for end in range(1, len(ids) + 1)
-        ]
-
-    def cut_at_stop(output: GenerationOutput, stops: list[str]) -> GenerationOutput:
-        """The reply up to (not including) the first stop string, finishing with "stop"."""
-        text = text_of(output)
-        cuts = [text.find(stop) for stop in stops if stop in text]
-        if not cuts:
-            return output
-        end = min(cuts)
-        prefixes = prefix_texts(output)
-        kept = next((i for i, prefix in enumerate(prefixes) if len(prefix) > end), len(prefixes))
-        return GenerationOutput(output.token_ids[:kept], output.logprobs[:kept], "stop")
-
-    def pieces(output: GenerationOutput) -> list[str]:
-        """The reply's text in the pieces its tokens add (multi-byte characters kept whole)."""
-        found, before = [], ""
-        for text in prefix_texts(output):
-            if len(text) > len(before) and not text.endswith("\ufffd"):
-                found.append(text[len(before) :])
-                before = text
-        return found
-
-    def event_stream(chunks: list[dict[str, Any]]) -> StreamingResponse:
-        async def events() -> AsyncIterator[str]:
-            for chunk in chunks:
-                yield f"data: {json.dumps(chunk)}\n\n"
-            yield "data: [DONE]\n\n"
-
-        return StreamingResponse(events(), media_type="text/event-stream")
-
-    def sampling(request: _Request) -> SamplingParams:
+    def sampling(request: _Request, prompt: list[int], where: str) -> SamplingParams:
+        """The request's sampling; refuses (400) a prompt and reply beyond the context."""
+        limit = request.reply_limit
+        asked = len(prompt) + (limit or 1)
+        if asked > context:
+            reply = f"{limit} in the completion" if limit else "at least 1 to generate"
+            raise _HTTPError(
+                400,
+                f"This model's maximum context length is {context} tokens. However, you "
+                f"requested {asked} tokens ({len(prompt)} in the {where}, {reply}). Please "
+                f"reduce the length of the {where} or completion.",
+            )
         stops = tuple(dict.fromkeys([tokenizer.eos_token_id, *request.stop_token_ids]))
         return SamplingParams(
-            max_new_tokens=request.max_tokens or max_tokens,
+            max_new_tokens=limit or context - len(prompt),
             temperature=request.temperature,
             top_p=request.top_p,
             top_k=max(request.top_k, 0),
@@ -191,28 +208,157 @@ def build_app(server: GeneratorActor, model_name: str, *, max_tokens: int = 256)
             seed=request.seed,
         )
 
-    def text_of(output: GenerationOutput) -> str:
-        return tokenizer.decode(output.token_ids, skip_special_tokens=True)
+    def start(request: _Request, prompt: list[int], params: SamplingParams) -> list[_Choice]:
+        """Submits the request's ``n`` replies (a seeded request seeds each one apart)."""
+        choices: list[_Choice] = []
+        try:
+            for index in range(request.n):
+                seed = None if request.seed is None else request.seed + index
+                served = engine.submit(prompt, _with_seed(params, seed))
+                choices.append(_Choice(index, served, ReplyText(tokenizer, request.stop_strings)))
+        except Draining as stopping:
+            for choice in choices:
+                engine.abort(choice.served)
+            raise _HTTPError(503, f"{stopping}; retry on another server") from None
+        except ValueError as bad:
+            raise _HTTPError(400, str(bad)) from None
+        return choices
 
-    def usage(prompt: list[int], outputs: list[GenerationOutput]) -> dict[str, int]:
-        n = sum(len(output.token_ids) for output in outputs)
+    async def pump(choice: _Choice, out: asyncio.Queue[tuple[_Choice, str, Any]]) -> None:
+        """Feeds ``out`` with ``(choice, text, end)``: ``end`` is None while it runs, then its
+        finish reason, or a :class:`Refused`."""
+        async for event in choice.served.events():
+            if isinstance(event, Token):
+                piece = choice.reply.add(event.token_id, event.logprob)
+                if choice.reply.stopped:
+                    engine.abort(choice.served)  # a stop string: no need to go on
+                if piece:
+                    out.put_nowait((choice, piece, None))
+            elif isinstance(event, Finished):
+                choice.finish_reason = (
+                    "stop" if choice.reply.stopped else event.output.finish_reason
+                )
+                out.put_nowait((choice, choice.reply.finish(), choice.finish_reason))
+            else:
+                out.put_nowait((choice, "", event))
+
+    async def run(
+        choices: list[_Choice], http_request: Request
+    ) -> AsyncIterator[tuple[_Choice, str, Any]]:
+        """The choices' pieces as they come; every choice is aborted if the client leaves (or
+        the caller stops reading)."""
+        out: asyncio.Queue[tuple[_Choice, str, Any]] = asyncio.Queue()
+        pumps = [asyncio.create_task(pump(choice, out)) for choice in choices]
+        gone = asyncio.create_task(_until_disconnected(http_request))
+        ended = 0
+        try:
+            while ended < len(choices):
+                item = asyncio.create_task(out.get())
+                await asyncio.wait({item, gone}, return_when=asyncio.FIRST_COMPLETED)
+                if not item.done():
+                    item.cancel()
+                    return  # the client went away: the finally clause aborts its requests
+                piece = item.result()
+                if piece[2] is not None:
+                    ended += 1
+                yield piece
+        finally:
+            gone.cancel()
+            for choice, task in zip(choices, pumps, strict=True):
+                engine.abort(choice.served)
+                task.cancel()
+
+    def refusal(end: Any) -> _HTTPError | None:
+        return _HTTPError(end.status, end.message) if isinstance(end, Refused) else None
+
+    async def collect(choices: list[_Choice], http_request: Request) -> None:
+        """Runs the choices to their end; raises the first refusal as an HTTP error."""
+        async for _, _, end in run(choices, http_request):
+            if (problem := refusal(end)) is not None:
+                raise problem
+        if any(c.finish_reason is None for c in choices):
+            return  # the client left
+        if any(c.finish_reason == "abort" for c in choices):
+            made = sum(len(c.reply.token_ids) for c in choices)
+            raise _HTTPError(
+                503, f"the server is shutting down: the request was aborted after {made} tokens"
+            )
+
+    async def event_stream(
+        choices: list[_Choice], http_request: Request, chunk: Any
+    ) -> StreamingResponse | JSONResponse:
+        """Streams ``chunk(choice, text, finish_reason)`` events; a request refused before
+        its first piece is an HTTP error instead."""
+        pieces = run(choices, http_request)
+        first = await anext(pieces, None)
+        if first is not None and (problem := refusal(first[2])) is not None:
+            await pieces.aclose()
+            return error(problem.status, problem.message)
+
+        async def events() -> AsyncIterator[str]:
+            try:
+                for head in [c for c in (chunk(choice, None, None) for choice in choices) if c]:
+                    yield f"data: {json.dumps(head)}\n\n"
+                items = [] if first is None else [first]
+                while True:
+                    for choice, text, end in items:
+                        if (problem := refusal(end)) is not None:
+                            body = {"error": {"message": problem.message, "code": problem.status}}
+                            yield f"data: {json.dumps(body)}\n\n"
+                            return
+                        if text:
+                            yield f"data: {json.dumps(chunk(choice, text, None))}\n\n"
+                        if end is not None:
+                            yield f"data: {json.dumps(chunk(choice, '', end))}\n\n"
+                    following = await anext(pieces, None)
+                    if following is None:
+                        break
+                    items = [following]
+                yield "data: [DONE]\n\n"
+            finally:
+                await pieces.aclose()
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+    def usage(prompt: list[int], choices: list[_Choice]) -> dict[str, int]:
+        n = sum(len(c.reply.kept()[0]) for c in choices)
         return {
             "prompt_tokens": len(prompt),
             "completion_tokens": n,
             "total_tokens": len(prompt) + n,
         }
 
+    @app.get("/health")
+    async def health() -> JSONResponse:
+        if engine.draining:
+            return JSONResponse({"status": "draining"}, status_code=503)
+        return JSONResponse({"status": "ok"})
+
+    @app.get("/metrics")
+    async def prometheus() -> Response:
+        if metrics is None:
+            raise _HTTPError(404, "this server keeps no metrics")
+        from trainer.serving.metrics import CONTENT_TYPE_LATEST
+
+        return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
         return {
             "object": "list",
             "data": [
-                {"id": model_name, "object": "model", "created": created, "owned_by": "rollenv"}
+                {
+                    "id": model_name,
+                    "object": "model",
+                    "created": created,
+                    "owned_by": "rollenv",
+                    "max_model_len": context,
+                }
             ],
         }
 
     @app.post("/v1/completions")
-    async def completions(request: CompletionRequest) -> Any:
+    async def completions(request: CompletionRequest, http_request: Request) -> Any:
         check_request(request)
         if isinstance(request.prompt, str):
             prompt = tokenizer.encode(request.prompt, add_special_tokens=False)
@@ -220,10 +366,8 @@ def build_app(server: GeneratorActor, model_name: str, *, max_tokens: int = 256)
             prompt = list(request.prompt)
         vocab = len(tokenizer)
         if not prompt or any(not 0 <= t < vocab for t in prompt):
-            raise HTTPException(
-                status_code=400, detail=f"prompt must be text or token ids in [0, {vocab})"
-            )
-        outputs = await sample(request, prompt)
+            raise _HTTPError(400, f"prompt must be text or token ids in [0, {vocab})")
+        choices = start(request, prompt, sampling(request, prompt, "prompt"))
         head = {
             "id": f"cmpl-{uuid.uuid4().hex}",
             "object": "text_completion",
@@ -231,45 +375,46 @@ def build_app(server: GeneratorActor, model_name: str, *, max_tokens: int = 256)
             "model": model_name,
         }
         if request.stream:
-            chunks = [
-                {**head, "choices": [{"index": i, "text": piece, "finish_reason": None}]}
-                for i, output in enumerate(outputs)
-                for piece in pieces(output)
-            ]
-            chunks += [
-                {**head, "choices": [{"index": i, "text": "", "finish_reason": o.finish_reason}]}
-                for i, o in enumerate(outputs)
-            ]
-            return event_stream(chunks)
-        choices = []
-        for index, output in enumerate(outputs):
-            choice: dict[str, Any] = {
-                "index": index,
-                "text": text_of(output),
-                "finish_reason": output.finish_reason,
+
+            def chunk(choice: _Choice, text: str | None, finish: str | None) -> Any:
+                if text is None:
+                    return None  # completions have no opening chunk
+                return {
+                    **head,
+                    "choices": [{"index": choice.index, "text": text, "finish_reason": finish}],
+                }
+
+            return await event_stream(choices, http_request, chunk)
+        await collect(choices, http_request)
+        if any(c.finish_reason is None for c in choices):
+            return Response(status_code=499)  # the client left; nobody reads this
+        body = []
+        for choice in choices:
+            item: dict[str, Any] = {
+                "index": choice.index,
+                "text": choice.reply.text,
+                "finish_reason": choice.finish_reason,
                 "logprobs": None,
             }
             if request.logprobs is not None:
+                ids, logprobs = choice.reply.kept()
                 as_ids = request.return_tokens_as_token_ids
-                choice["logprobs"] = {
-                    "tokens": [
-                        f"token_id:{t}" if as_ids else tokenizer.decode([t])
-                        for t in output.token_ids
-                    ],
-                    "token_logprobs": list(output.logprobs),
+                item["logprobs"] = {
+                    "tokens": [f"token_id:{t}" if as_ids else tokenizer.decode([t]) for t in ids],
+                    "token_logprobs": logprobs,
                     "top_logprobs": None,
                     "text_offset": None,
                 }
-            choices.append(choice)
-        return {**head, "choices": choices, "usage": usage(prompt, outputs)}
+            body.append(item)
+        return {**head, "choices": body, "usage": usage(prompt, choices)}
 
     @app.post("/v1/chat/completions")
-    async def chat_completions(request: ChatRequest) -> Any:
+    async def chat_completions(request: ChatRequest, http_request: Request) -> Any:
         check_request(request)
         messages = [m.model_dump() for m in request.messages]
-        prompt = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        prompt_ids = tokenizer.encode(prompt, add_special_tokens=False)
-        outputs = await sample(request, prompt_ids)
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        prompt = tokenizer.encode(text, add_special_tokens=False)
+        choices = start(request, prompt, sampling(request, prompt, "messages"))
         head = {
             "id": f"chatcmpl-{uuid.uuid4().hex}",
             "object": "chat.completion.chunk" if request.stream else "chat.completion",
@@ -278,37 +423,54 @@ def build_app(server: GeneratorActor, model_name: str, *, max_tokens: int = 256)
         }
         if request.stream:
 
-            def chunk(index: int, delta: dict[str, str], finish: str | None) -> dict[str, Any]:
+            def chunk(choice: _Choice, text: str | None, finish: str | None) -> Any:
+                delta = {"role": "assistant", "content": ""} if text is None else {}
+                if text:
+                    delta["content"] = text
                 return {
                     **head,
-                    "choices": [{"index": index, "delta": delta, "finish_reason": finish}],
+                    "choices": [{"index": choice.index, "delta": delta, "finish_reason": finish}],
                 }
 
-            chunks = []
-            for index, output in enumerate(outputs):
-                chunks.append(chunk(index, {"role": "assistant", "content": ""}, None))
-                chunks += [chunk(index, {"content": piece}, None) for piece in pieces(output)]
-                chunks.append(chunk(index, {}, output.finish_reason))
-            return event_stream(chunks)
-        choices = []
-        for index, output in enumerate(outputs):
-            choice: dict[str, Any] = {
-                "index": index,
-                "message": {"role": "assistant", "content": text_of(output)},
-                "finish_reason": output.finish_reason,
+            return await event_stream(choices, http_request, chunk)
+        await collect(choices, http_request)
+        if any(c.finish_reason is None for c in choices):
+            return Response(status_code=499)  # the client left; nobody reads this
+        body = []
+        for choice in choices:
+            item: dict[str, Any] = {
+                "index": choice.index,
+                "message": {"role": "assistant", "content": choice.reply.text},
+                "finish_reason": choice.finish_reason,
                 "logprobs": None,
             }
             if request.logprobs:
-                choice["logprobs"] = {
+                ids, logprobs = choice.reply.kept()
+                item["logprobs"] = {
                     "content": [
                         {"token": tokenizer.decode([t]), "logprob": lp, "top_logprobs": []}
-                        for t, lp in zip(output.token_ids, output.logprobs, strict=True)
+                        for t, lp in zip(ids, logprobs, strict=True)
                     ]
                 }
-            choices.append(choice)
-        return {**head, "choices": choices, "usage": usage(prompt_ids, outputs)}
+            body.append(item)
+        return {**head, "choices": body, "usage": usage(prompt, choices)}
 
     return app
+
+
+def _with_seed(params: SamplingParams, seed: int | None) -> SamplingParams:
+    from dataclasses import replace
+
+    return replace(params, seed=seed)
+
+
+def _resident_bytes() -> int:
+    """This process's resident memory now (Linux), else its peak so far."""
+    with contextlib.suppress(OSError, ValueError), open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def serve(
@@ -318,23 +480,145 @@ def serve(
     port: int = 8000,
     name: str | None = None,
     sock: socket.socket | None = None,
-    **engine_options: Any,
+    dtype: str | None = None,
+    max_model_len: int | None = None,
+    max_num_seqs: int | None = None,
+    kv_cache_memory: str | None = None,
+    max_step_tokens: int = 512,
+    queue_timeout_s: float = 60.0,
+    shutdown_grace_s: float = 5.0,
 ) -> None:
-    """Serves ``model`` until interrupted.
+    """Serves ``model`` until SIGTERM or Ctrl-C (then drains for ``shutdown_grace_s``).
 
     Args:
         model: a name :func:`trainer.models.load_model` accepts.
         host, port: where to listen (ignored when ``sock`` is given).
         name: the model id clients use (default: ``model``).
         sock: an already listening socket (tests pass one bound to a free port).
-        **engine_options: passed to :class:`GeneratorActor` (``backend``, ``max_batch_size``,
-            ``dtype``, ``torch_threads``...).
+        dtype: ``"bfloat16"`` or ``None`` (the model's float32); see
+            :class:`~trainer.generation.continuous.ContinuousGenerator`.
+        max_model_len: the most tokens a request holds, prompt and reply (default: the
+            model's context).
+        max_num_seqs: requests generated at once (default: 64, lowered to fit the KV budget).
+        kv_cache_memory: the KV cache's budget: a size (``"4GB"``, ``"512MiB"``) or a fraction
+            of the machine's memory (``"0.25"``, the default).
+        max_step_tokens: the most tokens one forward pass runs (the prefill chunk).
+        queue_timeout_s: a request not admitted within this many seconds gets a 503.
+        shutdown_grace_s: after SIGTERM or Ctrl-C, how long running requests may finish
+            before they are aborted.
+
+    Raises:
+        ServePlanError: the limits cannot fit (one line that names the numbers and the knob).
     """
+    import threading
+
     import uvicorn
 
-    app = build_app(GeneratorActor(model, **engine_options), name or model)
+    from trainer.generation.continuous import ContinuousGenerator
+    from trainer.generation.packed_linear import packing_available, row_buckets
+    from trainer.models import load_model
+    from trainer.serving.metrics import ServeMetrics
+    from trainer.serving.plan import parse_memory, plan_serving
+
+    budget = parse_memory(kv_cache_memory or "0.25")
+    policy, tokenizer = load_model(model)
+    config = policy.config
+    layers, heads = config.num_hidden_layers, config.num_attention_heads
+    kv_heads = getattr(config, "num_key_value_heads", None) or heads
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
+    served_bytes = 2 if dtype == "bfloat16" else 4
+    n_params = sum(p.numel() for p in policy.parameters())
+    plan = plan_serving(
+        layers=layers,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        heads=heads,
+        hidden=config.hidden_size,
+        intermediate=config.intermediate_size,
+        vocab=config.vocab_size,
+        model_context=int(config.max_position_embeddings),
+        weight_bytes=n_params * served_bytes,
+        dtype_bytes=served_bytes,
+        max_model_len=max_model_len,
+        max_num_seqs=max_num_seqs,
+        kv_cache_memory=budget,
+        max_step_tokens=max_step_tokens,
+    )
+    generator = ContinuousGenerator(
+        policy,
+        tokenizer,
+        max_batch_size=plan.max_num_seqs,
+        cache_rows=plan.cache_rows,
+        dtype=dtype,
+        max_context=plan.max_model_len,
+        preallocate_cache=True,
+    )
+    # float32 decode steps run on packed copies of the linear weights, one per row bucket,
+    # made when first used: counted now, so the plan holds once they exist
+    packs = 0
+    if packing_available(generator.dtype, generator.device):
+        linear = sum(p.numel() for n, p in policy.named_parameters() if n.endswith("proj.weight"))
+        packs = len(row_buckets(plan.max_num_seqs)) * (linear + policy.lm_head.weight.numel()) * 4
+    baseline = _resident_bytes() + packs
+    print(plan.describe(baseline), flush=True)
+
+    metrics: ServeMetrics | None = None
+
+    def finished(request: ServedRequest, output: Any) -> None:
+        if metrics is not None:
+            metrics.request_finished(request, output)
+
+    def refused(request: ServedRequest) -> None:
+        if metrics is not None:
+            metrics.request_refused(request)
+
+    engine = ServingEngine(
+        generator,
+        max_step_tokens=plan.max_step_tokens,
+        queue_timeout_s=queue_timeout_s,
+        on_finished=finished,
+        on_refused=refused,
+    )
+    metrics = ServeMetrics(engine.stats, cache_positions=plan.cache_rows * plan.max_model_len)
+    app = build_app(engine, name or model, metrics=metrics)
     sock = sock or listening_socket(host, port)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            log_level="warning",
+            access_log=False,
+            timeout_graceful_shutdown=shutdown_grace_s + 5,
+        )
+    )
+    stopping: list[int] = []
+    uvicorn_exit = server.handle_exit
+
+    def on_signal(sig: int, frame: Any) -> None:
+        if stopping:  # a second signal: exit at once
+            print("Second signal: exiting now", file=sys.stderr, flush=True)
+            os._exit(1)
+        stopping.append(sig)
+        print(
+            f"Stopping: new requests get 503; running ones may finish for {shutdown_grace_s:g} s "
+            "(a second Ctrl-C exits at once)",
+            file=sys.stderr,
+            flush=True,
+        )
+        engine.drain()
+        timer = threading.Timer(shutdown_grace_s, engine.abort_all)
+        timer.daemon = True
+        timer.start()
+        uvicorn_exit(sig, frame)
+
+    server.handle_exit = on_signal  # type: ignore[method-assign]
     host, port = sock.getsockname()[:2]
     print(f"Serving {name or model} at http://{host}:{port}/v1 (Ctrl-C stops)", flush=True)
-    server.run(sockets=[sock])
+    # uvicorn raises the signal that stopped it again once it has: let that do nothing, so a
+    # stop by SIGTERM or Ctrl-C exits 0
+    previous = {s: signal.signal(s, lambda *_: None) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        server.run(sockets=[sock])
+    finally:
+        engine.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

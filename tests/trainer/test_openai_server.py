@@ -14,11 +14,12 @@ openai = pytest.importorskip("openai")
 
 from trainer.cli import main  # noqa: E402
 from trainer.generation import make_generator  # noqa: E402
-from trainer.generation.actor import GeneratorActor  # noqa: E402
 from trainer.generation.base import SamplingParams  # noqa: E402
+from trainer.generation.continuous import ContinuousGenerator  # noqa: E402
 from trainer.models import load_model  # noqa: E402
 from trainer.openai_server import build_app, listening_socket  # noqa: E402
 from trainer.rollout.env_manager import EnvManager  # noqa: E402
+from trainer.serving.engine import ServingEngine  # noqa: E402
 
 MODEL = "tiny-random"
 PROMPTS = [[1, 2, 3, 4], [40, 41, 42], [7] * 12]
@@ -26,7 +27,8 @@ PROMPTS = [[1, 2, 3, 4], [40, 41, 42], [7] * 12]
 
 @pytest.fixture(scope="module")
 def served():
-    engine = GeneratorActor(MODEL, seed=0, batch_wait_s=0.01)
+    model, tokenizer = load_model(MODEL, seed=0)
+    engine = ServingEngine(ContinuousGenerator(model, tokenizer, max_batch_size=16))
     sock = listening_socket()  # bound before the server runs: no waiting for it to start
     server = uvicorn.Server(uvicorn.Config(build_app(engine, MODEL), log_level="warning"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
@@ -35,6 +37,7 @@ def served():
     yield engine, f"http://{host}:{port}/v1"
     server.should_exit = True
     thread.join(timeout=30)
+    engine.close()
     sock.close()
 
 
@@ -65,12 +68,15 @@ def test_openai_backend_gets_the_engines_exact_tokens_and_logprobs(served, local
         assert got.logprobs == pytest.approx(want.logprobs, abs=1e-4)
 
 
-def test_concurrent_requests_are_batched(served, local):
+def test_concurrent_requests_share_forward_passes(served, local):
     engine, url = served
     _, tokenizer = local
     remote = make_generator("openai", MODEL, tokenizer, base_url=url)
-    remote.generate([[5, 6, 7 + i] for i in range(8)], SamplingParams(max_new_tokens=4, seed=1))
-    assert engine.stats["largest_batch"] > 1
+    steps, tokens = engine.stats.steps, engine.stats.generation_tokens
+    params = SamplingParams(max_new_tokens=4, seed=1, stop_token_ids=())
+    remote.generate([[5, 6, 7 + i] for i in range(8)], params)
+    assert engine.stats.generation_tokens - tokens == 32
+    assert engine.stats.steps - steps < 32  # one pass decoded several requests
 
 
 def test_chat_and_text_completions_decode_the_greedy_reply(served, local):

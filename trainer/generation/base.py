@@ -42,11 +42,12 @@ class SamplingParams:
 
 @dataclass
 class GenerationOutput:
-    """One prompt's reply."""
+    """One prompt's reply. ``finish_reason``: a stop token (``"stop"``), ``max_new_tokens`` or
+    the context reached (``"length"``), or the request was aborted (``"abort"``)."""
 
     token_ids: list[int]
     logprobs: list[float]
-    finish_reason: Literal["stop", "length"]
+    finish_reason: Literal["stop", "length", "abort"]
 
 
 class Generator(Protocol):

@@ -64,13 +64,26 @@ __all__ = ["SUPPORTED_MODEL_TYPES", "ContinuousGenerator", "GenerationStream"]
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2")
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
+class _Sampling:
+    """How a request is sampled: its parameters, random stream, allowed tokens and stops."""
+
+    params: SamplingParams
+    rng: torch.Generator
+    allowed: torch.Tensor | None
+    stop: frozenset[int]
+
+
+@dataclass(eq=False)
 class _Request:
-    index: int
+    key: Hashable
     prompt: list[int]
+    sampling: _Sampling
     tokens: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
     finish_reason: str = "length"
+    computed: int = 0  # leading prompt tokens whose keys and values are in the cache
+    aborted: bool = False
 
 
 class _FusedLinear(PackedLinear):
@@ -232,6 +245,11 @@ class ContinuousGenerator:
             :class:`~trainer.generation.packed_linear.PackedLinear`): faster, at the cost of
             one more copy of the weights per row bucket in use (8, 32, ... up to
             ``max_batch_size``). ``None``: on where the build supports it (float32 on CPU).
+        max_context: the most tokens a sequence may hold, prompt and reply (default and
+            upper bound: the model's context length).
+        preallocate_cache: allocate the whole cache, ``cache_rows`` rows of ``max_context``
+            tokens, at once (see :class:`~trainer.generation.kv_cache.SlotKVCache`): a
+            server's memory is planned before its first request and never grows past it.
 
     Raises:
         ValueError: the model's architecture or ``dtype`` is not supported.
@@ -247,6 +265,8 @@ class ContinuousGenerator:
         cache_rows: int | None = None,
         dtype: torch.dtype | str | None = None,
         packed_weights: bool | None = None,
+        max_context: int | None = None,
+        preallocate_cache: bool = False,
     ) -> None:
         model_type = getattr(model.config, "model_type", None)
         if model_type not in SUPPORTED_MODEL_TYPES or hasattr(
@@ -304,14 +324,21 @@ class ContinuousGenerator:
         self._kv_heads = getattr(config, "num_key_value_heads", None) or self._heads
         self._head_dim = getattr(config, "head_dim", None) or config.hidden_size // self._heads
         self._scale = self._layers[0].self_attn.scaling
+        model_context = int(getattr(config, "max_position_embeddings", 1 << 20))
+        if max_context is not None and not 2 <= max_context <= model_context:
+            raise ValueError(
+                f"max_context must be in [2, {model_context}] (the model's context), "
+                f"got {max_context}"
+            )
         self.cache = SlotKVCache(
             layers=len(self._layers),
             rows=cache_rows or 2 * max_batch_size + 1,
             kv_heads=self._kv_heads,
             head_dim=self._head_dim,
-            max_capacity=int(getattr(config, "max_position_embeddings", 1 << 20)),
+            max_capacity=max_context or model_context,
             dtype=self.dtype,  # at a batch of 64, reading the cache costs more than the weights
             device=self.device,
+            preallocate=preallocate_cache,
         )
         self.stats = {"prompt_tokens": 0, "computed_prompt_tokens": 0, "generated_tokens": 0}
         self._stream: GenerationStream | None = None  # the one whose requests hold the rows
@@ -331,17 +358,34 @@ class ContinuousGenerator:
         if params.max_new_tokens == 0:
             return [GenerationOutput([], [], "length") for _ in checked]
         stream = GenerationStream(self, params, rng, allowed)
-        stream._enqueue(checked, range(len(checked)))  # prepare_request checked them
+        stream._enqueue(checked, range(len(checked)), None)  # prepare_request checked them
         outputs: list[GenerationOutput | None] = [None] * len(checked)
         while stream.busy:
             for index, output in stream.step():
                 outputs[index] = output
         return outputs  # type: ignore[return-value]
 
-    def stream(self, params: SamplingParams) -> GenerationStream:
+    @property
+    def max_context(self) -> int:
+        """The most tokens a sequence may hold, prompt and reply together (the model's context,
+        or the cache's ``max_capacity`` when set lower)."""
+        return self.cache.max_capacity
+
+    def stream(
+        self, params: SamplingParams, *, max_step_tokens: int | None = None
+    ) -> GenerationStream:
         """A :class:`GenerationStream`: requests submitted one at a time, at any step, that
         join the running batch as others leave it (an episode's next turn, without waiting for
         the other episodes' replies). Opening a stream ends the previous one.
+
+        Args:
+            params: how requests are sampled unless :meth:`GenerationStream.submit` says
+                otherwise.
+            max_step_tokens: the most tokens one forward pass runs (decoded ones and prompt
+                tokens together): a longer prompt is read a chunk a step, so the requests
+                decoding beside it keep their pace (chunked prefill). ``None``: no limit,
+                every admitted prompt is read in one pass. It must exceed
+                ``max_batch_size``, so that a prompt always gets a part of the pass.
 
         Example:
             >>> from trainer.models import load_model
@@ -358,7 +402,13 @@ class ContinuousGenerator:
         _, rng, allowed = prepare_request([], params, self._hf._vocab_size(), self.device)
         if params.max_new_tokens < 1:
             raise ValueError(f"a stream needs max_new_tokens >= 1, got {params.max_new_tokens}")
-        return GenerationStream(self, params, rng, allowed)
+        if max_step_tokens is not None and max_step_tokens <= self.max_batch_size:
+            raise ValueError(
+                f"max_step_tokens ({max_step_tokens}) must exceed max_batch_size "
+                f"({self.max_batch_size}): a pass decoding every running request must leave "
+                "room for a prompt"
+            )
+        return GenerationStream(self, params, rng, allowed, max_step_tokens=max_step_tokens)
 
     def _compute_shared_prefixes(self, prompts: list[list[int]], min_gain: int = 16) -> None:
         """Computes once the prefixes several prompts of one call share (a group's identical
@@ -394,21 +444,6 @@ class ContinuousGenerator:
             )
             for row, _ in reversed(admitted):  # the last rows: nothing moves
                 self.cache.release(row)
-
-    def _sample(
-        self,
-        logits: torch.Tensor,
-        requests: list[_Request],
-        params: SamplingParams,
-        rng: torch.Generator,
-        allowed: torch.Tensor | None,
-    ) -> list[int]:
-        tokens, logprobs = sample_next_tokens(logits, params, rng, allowed)
-        sampled = tokens.tolist()
-        for request, token, logprob in zip(requests, sampled, logprobs.tolist(), strict=True):
-            request.tokens.append(token)
-            request.logprobs.append(logprob)
-        return sampled
 
     def _forward(
         self, rows: list[int], new_tokens: list[list[int]], starts: list[int]
@@ -519,9 +554,19 @@ class GenerationStream:
     episode's next turn) submits it at once, so it never waits for the rest of a batch: the
     batch stays full instead of draining to its slowest reply.
 
-    Every request is sampled with the stream's ``params``, from one random stream seeded by
-    ``params.seed``: the tokens drawn depend on the order of submissions, which a caller that
-    submits deterministically (an env manager) keeps the same from run to run.
+    Requests are sampled with the stream's ``params``, from one random stream seeded by
+    ``params.seed`` (the tokens drawn depend on the order of submissions, which a caller that
+    submits deterministically, an env manager, keeps the same from run to run), unless
+    :meth:`submit` gives a request its own parameters (a server's requests each have theirs;
+    a request with its own ``seed`` draws from its own random stream).
+
+    With ``max_step_tokens``, a pass runs at most that many tokens: the decoding requests' one
+    each first, then as much of the waiting prompts as fits, so a long prompt is read over
+    several passes while the others keep decoding (chunked prefill). At most one prompt is part
+    read at a time; it holds the last running row.
+
+    A request ends at a stop token, at its ``max_new_tokens``, when prompt and reply fill the
+    model's context (``finish_reason`` ``"length"``), or by :meth:`abort`.
 
     Make one with :meth:`ContinuousGenerator.stream`; a stream is used from one thread.
     """
@@ -532,14 +577,23 @@ class GenerationStream:
         params: SamplingParams,
         rng: torch.Generator,
         allowed: torch.Tensor | None,
+        *,
+        max_step_tokens: int | None = None,
     ) -> None:
-        self._engine, self._params, self._rng, self._allowed = engine, params, rng, allowed
-        self._stop = set(params.stop_token_ids or engine.default_stop_token_ids)
+        self._engine = engine
+        stop = frozenset(params.stop_token_ids or engine.default_stop_token_ids)
+        self._own = _Sampling(params, rng, allowed, stop)
+        self._shared: dict[SamplingParams, _Sampling] = {}  # unseeded parameters, by value
+        self._max_step_tokens = max_step_tokens
         self._waiting: deque[_Request] = deque()
+        self._aborted_waiting = 0
         self._running: list[_Request] = []  # _running[r] is in cache row r
-        self._pending: list[int] = []  # _running[r]'s last sampled token, not yet in the cache
-        self._keys: dict[int, Hashable] = {}
-        self._next = 0
+        # _running[r]'s last sampled token, not yet in the cache, for each decoding row; a
+        # prompt being read in chunks holds the row after them, the last one
+        self._pending: list[int] = []
+        self._requests: dict[Hashable, _Request] = {}  # every waiting or running one, by key
+        self.sampled: list[tuple[Hashable, int, float]] = []
+        """``(key, token, logprob)`` of every token the last :meth:`step` sampled."""
         # a stream owns the engine's running rows: whatever an earlier call or stream left
         # running (it raised, or was dropped) is forgotten
         engine._stream = self
@@ -549,85 +603,232 @@ class GenerationStream:
     @property
     def busy(self) -> bool:
         """Whether requests are waiting or running."""
-        return bool(self._waiting or self._running)
+        return bool(self._running) or len(self._waiting) > self._aborted_waiting
 
     @property
     def running(self) -> int:
-        """Requests being generated now (at most the engine's ``max_batch_size``)."""
+        """Requests being generated now, their prompt read or being read (at most the engine's
+        ``max_batch_size``)."""
         return len(self._running)
 
-    def submit(self, prompt: Sequence[int], key: Hashable) -> None:
+    @property
+    def waiting(self) -> int:
+        """Requests submitted and not yet admitted."""
+        return len(self._waiting) - self._aborted_waiting
+
+    def is_waiting(self, key: Hashable) -> bool:
+        """Whether the request ``key`` is queued and not yet admitted to a row."""
+        request = self._requests.get(key)
+        return request is not None and request not in self._running
+
+    def submit(
+        self, prompt: Sequence[int], key: Hashable, params: SamplingParams | None = None
+    ) -> None:
         """Queues ``prompt``; its output comes back from :meth:`step` with ``key``.
 
-        Raises:
-            ValueError: the prompt is empty or has an id outside the vocabulary.
-        """
-        self.submit_many([prompt], [key])
+        Args:
+            prompt: the prompt's token ids.
+            key: names the request in :meth:`step`'s results and :meth:`abort`; unique among
+                the requests waiting or running.
+            params: this request's sampling (default: the stream's).
 
-    def submit_many(self, prompts: Sequence[Sequence[int]], keys: Iterable[Hashable]) -> None:
+        Raises:
+            ValueError: the prompt is empty, has an id outside the vocabulary or fills the
+                model's context; a bad sampling parameter; the key is in use.
+        """
+        self.submit_many([prompt], [key], params)
+
+    def submit_many(
+        self,
+        prompts: Sequence[Sequence[int]],
+        keys: Iterable[Hashable],
+        params: SamplingParams | None = None,
+    ) -> None:
         """Queues several prompts at once; a prefix they share (an instruction every episode
         starts with) is computed once for all of them.
 
         Raises:
-            ValueError: a prompt is empty or has an id outside the vocabulary.
+            ValueError: as :meth:`submit`.
         """
         self._check_current()
-        checked = [list(map(int, p)) for p in prompts]
-        check_prompts(checked, self._engine._hf._vocab_size())
-        self._enqueue(checked, keys)
+        engine = self._engine
+        if params is None:
+            checked = [list(map(int, p)) for p in prompts]
+            check_prompts(checked, engine._hf._vocab_size())
+            sampling = None
+        else:
+            checked, rng, allowed = prepare_request(
+                prompts, params, engine._hf._vocab_size(), engine.device
+            )
+            sampling = self._sampling_for(params, rng, allowed)
+        context = engine.max_context
+        for i, prompt in enumerate(checked):
+            if len(prompt) >= context:
+                raise ValueError(
+                    f"prompt {i} has {len(prompt)} tokens, which leaves no room for a reply in "
+                    f"the model's context of {context} tokens"
+                )
+        self._enqueue(checked, keys, sampling)
 
-    def _enqueue(self, checked: list[list[int]], keys: Iterable[Hashable]) -> None:
+    def abort(self, key: Hashable) -> GenerationOutput | None:
+        """Ends the request ``key`` now (its caller went away), freeing its row for the next.
+
+        Returns:
+            What it had generated, with ``finish_reason`` ``"abort"``; ``None`` if no request
+            ``key`` was waiting or running.
+        """
+        self._check_current()
+        request = self._requests.pop(key, None)
+        if request is None:
+            return None
+        request.aborted = True
+        if request not in self._running:
+            self._aborted_waiting += 1  # dropped when its turn comes
+        else:
+            row = self._running.index(request)
+            if row < len(self._pending):
+                self._release(row)
+            else:  # the prompt being read, in the last running row
+                self._engine.cache.release(row)
+                self._running.pop()
+            self._engine.stats["generated_tokens"] += len(request.tokens)
+        return GenerationOutput(request.tokens, request.logprobs, "abort")
+
+    def _sampling_for(
+        self, params: SamplingParams, rng: torch.Generator, allowed: torch.Tensor | None
+    ) -> _Sampling:
+        """Requests with the same unseeded parameters share one :class:`_Sampling` (and the
+        stream's random stream), so they are sampled together; a seeded one has its own."""
+        stop = frozenset(params.stop_token_ids or self._engine.default_stop_token_ids)
+        if params.seed is not None:
+            return _Sampling(params, rng, allowed, stop)
+        if params not in self._shared:
+            self._shared[params] = _Sampling(params, self._own.rng, allowed, stop)
+        return self._shared[params]
+
+    def _enqueue(
+        self,
+        checked: list[list[int]],
+        keys: Iterable[Hashable],
+        sampling: _Sampling | None,
+    ) -> None:
         keys = list(keys)
         if len(keys) != len(checked):
             raise ValueError(f"give one key per prompt: {len(checked)} prompts, {len(keys)} keys")
+        in_use = [key for key in keys if key in self._requests]
+        if in_use or len(set(keys)) < len(keys):
+            raise ValueError(f"request keys must be unique among those in flight: {in_use}")
         with torch.inference_mode():
             self._engine._compute_shared_prefixes(checked)
         for prompt, key in zip(checked, keys, strict=True):
-            self._keys[self._next] = key
-            self._waiting.append(_Request(self._next, prompt))
-            self._next += 1
+            request = _Request(key, prompt, sampling or self._own)
+            self._requests[key] = request
+            self._waiting.append(request)
 
     @torch.inference_mode()
     def step(self) -> list[tuple[Hashable, GenerationOutput]]:
         """Runs one forward pass; returns ``(key, output)`` of each request that finished."""
         self._check_current()
         engine, cache = self._engine, self._engine.cache
-        decoding = len(self._running)
-        admitted: list[tuple[_Request, int]] = []
-        while self._waiting and decoding + len(admitted) < engine.max_batch_size:
+        self.sampled = []
+        decoding = len(self._pending)
+        budget = self._max_step_tokens or 1 << 62
+        used = decoding
+        # (request, first, end): the part of its prompt this pass reads
+        chunks: list[tuple[_Request, int, int]] = []
+        if len(self._running) > decoding:  # the prompt being read goes on first
+            request = self._running[-1]
+            end = request.computed + min(
+                len(request.prompt) - request.computed, max(budget - used, 1)
+            )
+            chunks.append((request, request.computed, end))
+            used += end - request.computed
+        admitted: list[_Request] = []
+        while self._waiting and len(self._running) + len(admitted) < engine.max_batch_size:
+            if used >= budget:
+                break
             request = self._waiting.popleft()
-            row, shared = cache.admit(request.prompt)
-            admitted.append((request, shared))
-        if not decoding and not admitted:
-            return []
-        engine.stats["prompt_tokens"] += sum(len(r.prompt) for r, _ in admitted)
-        engine.stats["computed_prompt_tokens"] += sum(len(r.prompt) - s for r, s in admitted)
-        logits = engine._forward(
-            list(range(decoding + len(admitted))),
-            [[token] for token in self._pending] + [r.prompt[s:] for r, s in admitted],
-            [cache.lengths[row] for row in range(decoding)] + [s for _, s in admitted],
-        )
-        self._running += [request for request, _ in admitted]
-        self._pending = engine._sample(
-            logits, self._running, self._params, self._rng, self._allowed
-        )
-        finished = []
-        # release finished requests, last row first so the indices left stay valid
-        for row in range(len(self._running) - 1, -1, -1):
-            request = self._running[row]
-            if request.tokens[-1] in self._stop:
-                request.finish_reason = "stop"
-            elif len(request.tokens) < self._params.max_new_tokens:
+            if request.aborted:
+                self._aborted_waiting -= 1
                 continue
-            moved = cache.release(row)
-            self._running[row], self._pending[row] = self._running[moved], self._pending[moved]
-            self._running.pop()
-            self._pending.pop()
-            engine.stats["generated_tokens"] += len(request.tokens)
+            _, shared = cache.admit(request.prompt)
+            request.computed = shared
+            end = shared + min(len(request.prompt) - shared, budget - used)
+            chunks.append((request, shared, end))
+            admitted.append(request)
+            used += end - shared
+            engine.stats["prompt_tokens"] += len(request.prompt)
+        if not decoding and not chunks:
+            return []
+        engine.stats["computed_prompt_tokens"] += sum(end - first for _, first, end in chunks)
+        logits = engine._forward(
+            list(range(decoding + len(chunks))),
+            [[token] for token in self._pending] + [r.prompt[a:b] for r, a, b in chunks],
+            [cache.lengths[row] for row in range(decoding)] + [a for _, a, _ in chunks],
+        )
+        self._running += admitted
+        for request, _, end in chunks:
+            request.computed = end
+        # every chunk but perhaps the last one ends its prompt: those rows start decoding
+        ready = decoding + sum(r.computed == len(r.prompt) for r, _, _ in chunks)
+        self._pending = self._sample(logits[:ready], self._running[:ready])
+        return self._finish_ended()
+
+    def _sample(self, logits: torch.Tensor, requests: list[_Request]) -> list[int]:
+        """Samples each request's next token, the requests sharing a sampling together."""
+        groups: dict[int, list[int]] = {}
+        for i, request in enumerate(requests):
+            groups.setdefault(id(request.sampling), []).append(i)
+        sampled = [0] * len(requests)
+        for rows in groups.values():
+            s = requests[rows[0]].sampling
+            part = logits if len(rows) == len(requests) else logits[rows]
+            tokens, logprobs = sample_next_tokens(part, s.params, s.rng, s.allowed)
+            for i, token, logprob in zip(rows, tokens.tolist(), logprobs.tolist(), strict=True):
+                request = requests[i]
+                request.tokens.append(token)
+                request.logprobs.append(logprob)
+                sampled[i] = token
+                self.sampled.append((request.key, token, logprob))
+        return sampled
+
+    def _finish_ended(self) -> list[tuple[Hashable, GenerationOutput]]:
+        """Releases the decoding requests that ended; returns their outputs in row order."""
+        context = self._engine.max_context
+        finished = []
+        # last row first: a release moves a later row into the freed one, already looked at
+        for row in range(len(self._pending) - 1, -1, -1):
+            request = self._running[row]
+            if request.tokens[-1] in request.sampling.stop:
+                request.finish_reason = "stop"
+            elif (
+                len(request.tokens) < request.sampling.params.max_new_tokens
+                and len(request.prompt) + len(request.tokens) < context
+            ):
+                continue
+            self._release(row)
+            del self._requests[request.key]
+            self._engine.stats["generated_tokens"] += len(request.tokens)
             output = GenerationOutput(request.tokens, request.logprobs, request.finish_reason)  # type: ignore[arg-type]
-            finished.append((self._keys.pop(request.index), output))
+            finished.append((request.key, output))
         finished.reverse()  # in the order of the rows they ran in
         return finished
+
+    def _release(self, row: int) -> None:
+        """Ends the decoding request in ``row``, keeping the running rows contiguous, the
+        decoding ones first and a prompt being read last."""
+        cache, running, pending = self._engine.cache, self._running, self._pending
+        last = len(pending) - 1
+        if row != last:
+            cache.swap(row, last)
+            running[row], running[last] = running[last], running[row]
+            pending[row], pending[last] = pending[last], pending[row]
+        if len(running) > len(pending):  # the prompt being read moves down a row
+            cache.swap(last, last + 1)
+            running[last], running[last + 1] = running[last + 1], running[last]
+        cache.release(len(running) - 1)  # the last running row: nothing moves
+        running.pop()
+        pending.pop()
 
     def _check_current(self) -> None:
         if self._engine._stream is not self:

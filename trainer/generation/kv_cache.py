@@ -54,6 +54,9 @@ class SlotKVCache:
         max_capacity: the most tokens a row may ever hold (the model's context length).
         dtype: dtype of keys and values.
         device: where they live.
+        preallocate: allocate ``rows`` rows of ``max_capacity`` tokens now, and never grow
+            (a server's memory plan); the pages are touched, and so resident, as they are
+            written. Without it the cache starts small and grows with use.
     """
 
     def __init__(
@@ -67,12 +70,13 @@ class SlotKVCache:
         max_capacity: int = 1 << 20,
         dtype: torch.dtype = torch.float32,
         device: str | torch.device = "cpu",
+        preallocate: bool = False,
     ) -> None:
         if rows < 2:
             raise ValueError(f"a cache needs at least 2 rows, got {rows}")
         self.max_rows, self.max_capacity = rows, max_capacity
-        self.rows = min(rows, 8)
-        self.capacity = min(capacity, max_capacity)
+        self.rows = rows if preallocate else min(rows, 8)
+        self.capacity = max_capacity if preallocate else min(capacity, max_capacity)
         shape = (self.rows, kv_heads, self.capacity, head_dim)
         self.keys = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(layers)]
         self.values = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(layers)]
@@ -168,7 +172,7 @@ class SlotKVCache:
             idle = range(self.active, self.rows)
             target = min(idle, key=lambda r: (self.last_used[r], self.lengths[r]))
         row = self.active
-        self._swap(row, target)
+        self.swap(row, target)
         if source == row:
             source = target
         elif source == target:
@@ -203,7 +207,7 @@ class SlotKVCache:
         if not 0 <= row < self.active:
             raise ValueError(f"row {row} is not running")
         last = self.active - 1
-        self._swap(row, last)
+        self.swap(row, last)
         self.active -= 1
         self._touch(last)
         return last
@@ -228,7 +232,8 @@ class SlotKVCache:
         self._clock += 1
         self.last_used[row] = self._clock
 
-    def _swap(self, a: int, b: int) -> None:
+    def swap(self, a: int, b: int) -> None:
+        """Exchanges what rows ``a`` and ``b`` hold (a caller that orders its running rows)."""
         if a == b:
             return
         n = max(self.lengths[a], self.lengths[b])

@@ -420,3 +420,139 @@ def test_a_stream_ends_when_another_starts_and_refuses_bad_prompts(tiny):
     with pytest.raises(ValueError, match="max_new_tokens >= 1"):
         fast.stream(SamplingParams(max_new_tokens=0))
     assert not second.busy and second.step() == []
+
+
+def _run(stream, submissions=None):
+    """Steps ``stream`` until idle; ``submissions[step]`` is called before that step.
+    Returns the outputs by key and the number of tokens each forward pass ran."""
+    engine = stream._engine
+    passes = []
+    forward = engine._forward
+
+    def counting(rows, new_tokens, starts):
+        passes.append(sum(len(t) for t in new_tokens))
+        return forward(rows, new_tokens, starts)
+
+    engine._forward = counting
+    got, step = {}, 0
+    try:
+        while stream.busy or (submissions and step <= max(submissions)):
+            if submissions and step in submissions:
+                submissions[step]()
+            got.update(stream.step())
+            step += 1
+    finally:
+        del engine._forward
+    return got, passes
+
+
+def test_requests_with_their_own_sampling_get_what_they_would_alone(tiny):
+    # a server's requests each bring their parameters: greedy, seeded and stopped differently
+    # in one batch, each gets the reply it gets alone
+    model, tokenizer = tiny
+    _, fast = _pair(model, tokenizer, max_batch_size=4)
+    asks = [
+        (PROMPTS[0], SamplingParams(max_new_tokens=9, temperature=0.0)),
+        (PROMPTS[2], SamplingParams(max_new_tokens=5, temperature=1.0, seed=7)),
+        (PROMPTS[3], SamplingParams(max_new_tokens=7, temperature=0.7, top_k=20, seed=3)),
+        (PROMPTS[4], SamplingParams(max_new_tokens=6, temperature=0.0, stop_token_ids=(45,))),
+    ]
+    alone = [fast.generate([prompt], params)[0] for prompt, params in asks]
+    stream = fast.stream(SamplingParams(max_new_tokens=1))
+    for key, (prompt, params) in enumerate(asks):
+        stream.submit(prompt, key, params)
+    got, _ = _run(stream)
+    for key, expected in enumerate(alone):
+        assert got[key].token_ids == expected.token_ids
+        assert got[key].logprobs == pytest.approx(expected.logprobs, abs=1e-4)
+        assert got[key].finish_reason == expected.finish_reason
+    assert [len(got[k].token_ids) for k in range(3)] == [9, 5, 7]
+
+
+def test_a_long_prompt_is_read_in_chunks_while_the_others_decode(tiny):
+    model, tokenizer = tiny
+    _, fast = _pair(model, tokenizer, max_batch_size=4)
+    params = SamplingParams(max_new_tokens=6, temperature=0.0)
+    long_prompt = [1] + list(range(2000, 2300))
+    expected = fast.generate([PROMPTS[0], long_prompt, PROMPTS[3]], params)
+    fast.cache.clear()  # nothing cached: the stream reads every prompt
+    stream = fast.stream(params, max_step_tokens=64)
+    stream.submit(PROMPTS[0], "short")
+    got, passes = _run(
+        stream,
+        {2: lambda: stream.submit(long_prompt, "long"), 3: lambda: stream.submit(PROMPTS[3], "b")},
+    )
+    assert max(passes) <= 64  # no pass ran more than the chunk
+    assert sum(passes) >= len(long_prompt)  # the long prompt was read, over several passes
+    for key, want in zip(["short", "long", "b"], expected, strict=True):
+        assert got[key].token_ids == want.token_ids
+        assert got[key].logprobs == pytest.approx(want.logprobs, abs=1e-4)
+    # the short request kept decoding while the long prompt was read: it ended first
+    assert list(got)[0] == "short"
+    with pytest.raises(ValueError, match="must exceed max_batch_size"):
+        fast.stream(params, max_step_tokens=4)
+
+
+def test_an_aborted_request_frees_its_row_and_the_others_are_unchanged(tiny):
+    model, tokenizer = tiny
+    _, fast = _pair(model, tokenizer, max_batch_size=2)
+    params = SamplingParams(max_new_tokens=10, temperature=0.0, stop_token_ids=())
+    expected = fast.generate([PROMPTS[0], PROMPTS[3], PROMPTS[4]], params)
+    stream = fast.stream(params, max_step_tokens=8)
+    stream.submit(PROMPTS[0], "a")
+    stream.submit(PROMPTS[1], "doomed")
+    stream.submit(PROMPTS[3], "b")  # waits: two rows
+    stream.submit(PROMPTS[4], "c")  # waits, then is aborted while its prompt is read
+    stream.step()
+    stream.step()
+    assert stream.running == 2 and stream.is_waiting("b")
+    partial = stream.abort("doomed")
+    assert partial.finish_reason == "abort" and 1 <= len(partial.token_ids) < 10
+    assert stream.running == 1
+    stream.step()  # "b" takes the freed row
+    assert not stream.is_waiting("b")
+    got = {}
+    while stream.is_waiting("c"):
+        got.update(stream.step())
+    # "c" was admitted with a prompt longer than the 8-token chunk: abort it mid-read
+    assert stream.abort("c").token_ids == [] and stream.abort("c") is None
+    assert stream.abort("never submitted") is None
+    rest, _ = _run(stream)
+    got.update(rest)
+    assert set(got) == {"a", "b"}
+    assert got["a"].token_ids == expected[0].token_ids
+    assert got["b"].token_ids == expected[1].token_ids
+    assert not stream.busy and fast.cache.active == 0
+
+
+def test_a_request_ends_at_the_context_and_a_prompt_that_fills_it_is_refused(tiny):
+    model, tokenizer = tiny
+    fast = ContinuousGenerator(copy.deepcopy(model), tokenizer, max_context=24)
+    stream = fast.stream(SamplingParams(max_new_tokens=1000, temperature=0.0, stop_token_ids=()))
+    stream.submit(PROMPTS[3], "a")  # 8 tokens: 16 more fill the context
+    got, _ = _run(stream)
+    assert len(got["a"].token_ids) == 24 - len(PROMPTS[3])
+    assert got["a"].finish_reason == "length"
+    with pytest.raises(ValueError, match="no room for a reply in the model's context of 24"):
+        stream.submit(list(range(100, 124)), "b")
+    with pytest.raises(ValueError, match="unique"):
+        stream.submit([1, 2], "c")
+        stream.submit([3, 4], "c")
+    with pytest.raises(ValueError, match=r"max_context must be in \[2, 2048\]"):
+        ContinuousGenerator(copy.deepcopy(model), tokenizer, max_context=4096)
+
+
+def test_a_preallocated_cache_never_grows(tiny):
+    model, tokenizer = tiny
+    fast = ContinuousGenerator(
+        copy.deepcopy(model),
+        tokenizer,
+        max_batch_size=3,
+        cache_rows=4,
+        max_context=128,
+        preallocate_cache=True,
+    )
+    keys = fast.cache.keys[0]
+    assert tuple(keys.shape[:1]) == (4,) and keys.shape[2] == 128
+    fast.generate(PROMPTS * 2, SamplingParams(max_new_tokens=20, temperature=0.0))
+    assert fast.cache.keys[0].data_ptr() == keys.data_ptr()  # the same tensor: no growth

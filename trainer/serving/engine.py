@@ -1,0 +1,355 @@
+"""``ServingEngine``: one :class:`~trainer.generation.continuous.GenerationStream` run by a
+thread of its own, for requests that arrive and leave at any time (``roll-agent serve``).
+
+The engine thread loops: it takes the requests submitted and aborted since its last pass, then
+runs one forward pass of the stream (the running requests decode a token each; a new request's
+prompt is read beside them, a chunk at a time), and hands each request its new token. A request
+joins at the next pass, whatever else is running (continuous admission), so a short request is
+not held up behind a long one; a request whose caller went away is aborted and its row freed at
+the next pass.
+
+Callers live on an asyncio event loop (the HTTP server): :meth:`ServingEngine.submit` returns a
+:class:`ServedRequest` whose :meth:`~ServedRequest.events` yields its tokens as they are
+sampled, and the engine thread never blocks on them.
+
+Example:
+    >>> import asyncio
+    >>> from trainer.generation import SamplingParams
+    >>> from trainer.generation.continuous import ContinuousGenerator
+    >>> from trainer.models import load_model
+    >>> model, tokenizer = load_model("tiny-random", seed=0)
+    >>> engine = ServingEngine(ContinuousGenerator(model, tokenizer, max_batch_size=4))
+    >>> async def ask():
+    ...     request = engine.submit([1, 2, 3], SamplingParams(max_new_tokens=3, temperature=0))
+    ...     return [event async for event in request.events()]
+    >>> events = asyncio.run(ask())
+    >>> [type(e).__name__ for e in events]
+    ['Token', 'Token', 'Token', 'Finished']
+    >>> engine.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+from trainer.generation.base import GenerationOutput, SamplingParams
+from trainer.generation.continuous import ContinuousGenerator
+
+__all__ = ["EngineStats", "Finished", "Refused", "ServedRequest", "ServingEngine", "Token"]
+
+
+@dataclass(frozen=True)
+class Token:
+    """A sampled token of a request."""
+
+    token_id: int
+    logprob: float
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A request's end: its whole output. ``finish_reason`` is ``"stop"``, ``"length"`` or
+    ``"abort"`` (aborted by its caller, or by the server shutting down)."""
+
+    output: GenerationOutput
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A request the engine did not run: ``status`` 503 (it waited past the queue timeout,
+    or the server is stopping) or 500 (the engine failed); ``message`` says why."""
+
+    status: int
+    message: str
+
+
+Event = Token | Finished | Refused
+
+
+class Draining(RuntimeError):
+    """The engine takes no new requests: the server is shutting down."""
+
+
+@dataclass
+class EngineStats:
+    """Counters the engine thread updates (``/metrics`` reads them)."""
+
+    running: int = 0
+    waiting: int = 0
+    cached_tokens: int = 0  # token positions the running requests hold in the KV cache
+    prompt_tokens: int = 0
+    generation_tokens: int = 0
+    steps: int = 0
+    finished: dict[str, int] = field(default_factory=dict)  # by finish reason
+    refused: int = 0
+    # (time, prompt tokens, generated tokens) of recent steps, for the throughput gauges
+    recent: deque[tuple[float, int, int]] = field(default_factory=lambda: deque(maxlen=4096))
+
+    def throughput(self, window_s: float = 10.0) -> tuple[float, float]:
+        """Prompt and generated tokens a second over the last ``window_s`` seconds."""
+        now = time.monotonic()
+        points = [p for p in list(self.recent) if now - p[0] <= window_s]
+        if not points:
+            return 0.0, 0.0
+        span = max(now - points[0][0], 1e-3)
+        return sum(p[1] for p in points) / span, sum(p[2] for p in points) / span
+
+
+class ServedRequest:
+    """One request in the engine, as its caller sees it.
+
+    Attributes:
+        prompt_tokens: the prompt's length.
+        submitted_at: when it was submitted (``time.monotonic``).
+        first_token_at: when its first token was sampled, or ``None``.
+        finished_at: when it ended or was refused, or ``None``.
+    """
+
+    def __init__(self, key: int, prompt_tokens: int, loop: asyncio.AbstractEventLoop) -> None:
+        self.key = key
+        self.prompt_tokens = prompt_tokens
+        self.submitted_at = time.monotonic()
+        self.first_token_at: float | None = None
+        self.finished_at: float | None = None
+        self._loop = loop
+        self._events: asyncio.Queue[Event] = asyncio.Queue()
+        self.done = False
+
+    def _put(self, event: Event) -> None:
+        """Called on the engine thread."""
+        if isinstance(event, Token) and self.first_token_at is None:
+            self.first_token_at = time.monotonic()
+        self._loop.call_soon_threadsafe(self._events.put_nowait, event)
+
+    async def events(self) -> AsyncIterator[Event]:
+        """Its tokens as they are sampled, then one :class:`Finished` or :class:`Refused`."""
+        while True:
+            event = await self._events.get()
+            yield event
+            if not isinstance(event, Token):
+                self.done = True
+                return
+
+
+class ServingEngine:
+    """Runs ``generator``'s stream on a thread of its own for asynchronous callers.
+
+    Args:
+        generator: the engine, owned from now on (build it with ``max_batch_size`` as the
+            most requests generated at once and, for a server, ``preallocate_cache=True``).
+        max_step_tokens: the most tokens one forward pass runs: decoded tokens first, then a
+            chunk of the prompts being read (``None``: whole prompts in one pass).
+        queue_timeout_s: a request not admitted within this many seconds is refused (503).
+        on_finished: called on the engine thread with each request that ended and its
+            output (e.g. to record metrics).
+        on_refused: called on the engine thread with each queued request it refused.
+    """
+
+    def __init__(
+        self,
+        generator: ContinuousGenerator,
+        *,
+        max_step_tokens: int | None = None,
+        queue_timeout_s: float = 60.0,
+        on_finished: Callable[[ServedRequest, GenerationOutput], None] | None = None,
+        on_refused: Callable[[ServedRequest], None] | None = None,
+    ) -> None:
+        self.generator = generator
+        self.tokenizer = generator.tokenizer
+        self.queue_timeout_s = queue_timeout_s
+        self.stats = EngineStats()
+        self._on_finished, self._on_refused = on_finished, on_refused
+        self._inbox: queue.SimpleQueue[tuple[str, ServedRequest, object]] = queue.SimpleQueue()
+        self._wake = threading.Event()
+        self._keys = itertools.count()
+        self._draining: str | None = None
+        self._closed = False
+        # requests in submission order with their queue deadline (all share one timeout)
+        self._deadlines: deque[tuple[float, ServedRequest]] = deque()
+        self._in_flight: dict[int, ServedRequest] = {}
+        self._stream = generator.stream(
+            SamplingParams(max_new_tokens=1), max_step_tokens=max_step_tokens
+        )
+        self._thread = threading.Thread(target=self._run, name="rollenv-serving", daemon=True)
+        self._thread.start()
+
+    @property
+    def max_context(self) -> int:
+        """The most tokens a request may hold, prompt and reply."""
+        return self.generator.max_context
+
+    @property
+    def draining(self) -> bool:
+        """Whether new requests are refused (the server is stopping)."""
+        return self._draining is not None
+
+    def submit(self, prompt: list[int], params: SamplingParams) -> ServedRequest:
+        """Queues a request (called on the event loop that will read its events).
+
+        Raises:
+            Draining: the server is shutting down.
+            ValueError: the prompt or the sampling parameters are invalid (checked here, so
+                the caller can answer 400).
+        """
+        if self._draining is not None:
+            raise Draining(self._draining)
+        if not prompt:
+            raise ValueError("the prompt is empty")
+        if len(prompt) + params.max_new_tokens > self.max_context:
+            raise ValueError(
+                f"{len(prompt)} prompt tokens and max_tokens {params.max_new_tokens} exceed the "
+                f"context of {self.max_context}"
+            )
+        request = ServedRequest(next(self._keys), len(prompt), asyncio.get_running_loop())
+        self._inbox.put(("submit", request, (prompt, params)))
+        self._wake.set()
+        return request
+
+    def abort(self, request: ServedRequest) -> None:
+        """Ends ``request`` at the next pass (its caller went away); safe from any thread."""
+        if not request.done:
+            self._inbox.put(("abort", request, None))
+            self._wake.set()
+
+    def drain(self, reason: str = "the server is shutting down") -> None:
+        """Refuses new requests from now on (503); the running ones go on."""
+        self._draining = reason
+
+    def abort_all(self, reason: str = "the server is shutting down") -> None:
+        """Ends every request: the running ones finish with ``"abort"``, the waiting ones are
+        refused (503)."""
+        self._inbox.put(("abort_all", None, reason))  # type: ignore[arg-type]
+        self._wake.set()
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        """Aborts everything and stops the engine thread."""
+        self._draining = self._draining or "the server is shutting down"
+        self.abort_all(self._draining)
+        self._closed = True
+        self._wake.set()
+        self._thread.join(timeout=timeout_s)
+
+    # ---------------------------------------------------------------- the engine thread
+    def _run(self) -> None:
+        while True:
+            self._take_inbox()
+            if self._closed:
+                return
+            self._expire_waiting()
+            stream = self._stream
+            if not stream.busy:
+                self._publish_counts()
+                self._wake.wait(timeout=self._next_deadline())
+                self._wake.clear()
+                continue
+            try:
+                finished = stream.step()
+            except Exception as error:  # an engine fault: every request learns of it
+                self._fail_all(f"the engine failed: {type(error).__name__}: {error}")
+                continue
+            self._deliver(stream.sampled, finished)
+
+    def _take_inbox(self) -> None:
+        while True:
+            try:
+                command, request, argument = self._inbox.get_nowait()
+            except queue.Empty:
+                return
+            if command == "submit":
+                prompt, params = argument  # type: ignore[misc]
+                try:
+                    self._stream.submit(prompt, request.key, params)
+                except ValueError as error:
+                    request._put(Refused(400, str(error)))
+                    continue
+                self._in_flight[request.key] = request
+                self._deadlines.append((request.submitted_at + self.queue_timeout_s, request))
+            elif command == "abort":
+                output = self._stream.abort(request.key)
+                if output is not None:
+                    self._end(request, output)
+            elif command == "abort_all":
+                for key, waiting in list(self._in_flight.items()):
+                    if self._stream.is_waiting(key):
+                        self._stream.abort(key)
+                        self._refuse(waiting, 503, str(argument))
+                for key, running in list(self._in_flight.items()):
+                    output = self._stream.abort(key)
+                    if output is not None:
+                        self._end(running, output)
+
+    def _expire_waiting(self) -> None:
+        now = time.monotonic()
+        while self._deadlines and self._deadlines[0][0] <= now:
+            _, request = self._deadlines.popleft()
+            if request.key in self._in_flight and self._stream.is_waiting(request.key):
+                self._stream.abort(request.key)
+                self._refuse(
+                    request,
+                    503,
+                    f"the server is busy: the request waited {self.queue_timeout_s:g} s for one "
+                    f"of the {self.generator.max_batch_size} sequences generated at once "
+                    "(--max-num-seqs); retry later",
+                )
+
+    def _next_deadline(self) -> float | None:
+        if not self._deadlines:
+            return None
+        return max(self._deadlines[0][0] - time.monotonic(), 0.0)
+
+    def _deliver(
+        self,
+        sampled: list[tuple[object, int, float]],
+        finished: list[tuple[object, GenerationOutput]],
+    ) -> None:
+        stats = self.stats
+        for key, token, logprob in sampled:
+            self._in_flight[key]._put(Token(token, logprob))  # type: ignore[index]
+        for key, output in finished:
+            self._end(self._in_flight[key], output)  # type: ignore[index]
+        computed = self.generator.stats["computed_prompt_tokens"]
+        new_prompt = computed - stats.prompt_tokens
+        stats.prompt_tokens = computed
+        stats.generation_tokens += len(sampled)
+        stats.steps += 1
+        stats.recent.append((time.monotonic(), new_prompt, len(sampled)))
+        self._publish_counts()
+
+    def _publish_counts(self) -> None:
+        stream, cache = self._stream, self.generator.cache
+        self.stats.running = stream.running
+        self.stats.waiting = stream.waiting
+        self.stats.cached_tokens = sum(cache.lengths[row] for row in range(stream.running))
+
+    def _end(self, request: ServedRequest, output: GenerationOutput) -> None:
+        del self._in_flight[request.key]
+        reason = output.finish_reason
+        self.stats.finished[reason] = self.stats.finished.get(reason, 0) + 1
+        request.finished_at = time.monotonic()
+        request._put(Finished(output))
+        if self._on_finished is not None:
+            self._on_finished(request, output)
+
+    def _refuse(self, request: ServedRequest, status: int, message: str) -> None:
+        self._in_flight.pop(request.key, None)
+        self.stats.refused += 1
+        request.finished_at = time.monotonic()
+        request._put(Refused(status, message))
+        if self._on_refused is not None:
+            self._on_refused(request)
+
+    def _fail_all(self, message: str) -> None:
+        for request in list(self._in_flight.values()):
+            self._refuse(request, 500, message)
+        # the stream is left half-stepped: a new one owns the rows from here
+        self._stream = self.generator.stream(
+            SamplingParams(max_new_tokens=1), max_step_tokens=self._stream._max_step_tokens
+        )
+        self._deadlines.clear()
