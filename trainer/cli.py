@@ -234,6 +234,12 @@ def _add_serve_command(commands: argparse._SubParsersAction) -> None:
         help="seconds a request may wait for a free sequence before a 503 (default 60)",
     )
     parser.add_argument(
+        "--max-waiting",
+        type=non_negative_int,
+        default=1024,
+        help="most requests waiting for a sequence; more get a 503 at once (default 1024)",
+    )
+    parser.add_argument(
         "--shutdown-grace",
         type=float,
         default=5.0,
@@ -263,13 +269,19 @@ def run_serve(args: argparse.Namespace) -> int:
             kv_cache_memory=args.kv_cache_memory,
             max_step_tokens=args.max_step_tokens,
             queue_timeout_s=args.queue_timeout,
+            max_waiting=args.max_waiting,
             shutdown_grace_s=args.shutdown_grace,
         )
     except (ModelLoadError, ServePlanError) as error:
         raise UsageError(str(error)) from None
     except OSError as error:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {error}") from None
-    return 0
+    # stopped cleanly: every request is answered and the engine is closed. Python's own
+    # teardown of torch and transformers takes another 1.5 s here, past the grace period
+    # a stop promises, and has nothing left to do
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 # ---------------------------------------------------------------------------------- main

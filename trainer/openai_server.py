@@ -50,7 +50,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rollenv.server.serving import listening_socket
 from trainer.generation.base import SamplingParams
-from trainer.serving.engine import Draining, Finished, Refused, ServedRequest, ServingEngine, Token
+from trainer.serving.engine import (
+    Busy,
+    Draining,
+    Finished,
+    Refused,
+    ServedRequest,
+    ServingEngine,
+    Token,
+)
 from trainer.serving.reply_text import ReplyText
 
 __all__ = ["build_app", "listening_socket", "serve"]
@@ -161,7 +169,9 @@ def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) ->
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
         problems = [
-            f"{'.'.join(str(p) for p in e['loc'] if p != 'body') or 'body'}: {e['msg']}"
+            f"the request body is not valid JSON: {e['ctx']['error']}"
+            if e["type"] == "json_invalid"
+            else f"{'.'.join(str(p) for p in e['loc'] if p != 'body') or 'body'}: {e['msg']}"
             for e in exc.errors()
         ]
         return error(400, "; ".join(problems))
@@ -216,10 +226,10 @@ def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) ->
                 seed = None if request.seed is None else request.seed + index
                 served = engine.submit(prompt, _with_seed(params, seed))
                 choices.append(_Choice(index, served, ReplyText(tokenizer, request.stop_strings)))
-        except Draining as stopping:
+        except (Draining, Busy) as refused:
             for choice in choices:
                 engine.abort(choice.served)
-            raise _HTTPError(503, f"{stopping}; retry on another server") from None
+            raise _HTTPError(503, str(refused)) from None
         except ValueError as bad:
             raise _HTTPError(400, str(bad)) from None
         return choices
@@ -486,6 +496,7 @@ def serve(
     kv_cache_memory: str | None = None,
     max_step_tokens: int = 512,
     queue_timeout_s: float = 60.0,
+    max_waiting: int = 1024,
     shutdown_grace_s: float = 5.0,
 ) -> None:
     """Serves ``model`` until SIGTERM or Ctrl-C (then drains for ``shutdown_grace_s``).
@@ -504,6 +515,7 @@ def serve(
             of the machine's memory (``"0.25"``, the default).
         max_step_tokens: the most tokens one forward pass runs (the prefill chunk).
         queue_timeout_s: a request not admitted within this many seconds gets a 503.
+        max_waiting: the most requests waiting for a sequence; one more gets a 503 at once.
         shutdown_grace_s: after SIGTERM or Ctrl-C, how long running requests may finish
             before they are aborted.
 
@@ -543,6 +555,7 @@ def serve(
         max_num_seqs=max_num_seqs,
         kv_cache_memory=budget,
         max_step_tokens=max_step_tokens,
+        max_waiting=max_waiting,
     )
     generator = ContinuousGenerator(
         policy,
@@ -576,6 +589,7 @@ def serve(
         generator,
         max_step_tokens=plan.max_step_tokens,
         queue_timeout_s=queue_timeout_s,
+        max_waiting=plan.max_waiting,
         on_finished=finished,
         on_refused=refused,
     )

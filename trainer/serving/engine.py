@@ -42,7 +42,16 @@ from dataclasses import dataclass, field
 from trainer.generation.base import GenerationOutput, SamplingParams
 from trainer.generation.continuous import ContinuousGenerator
 
-__all__ = ["EngineStats", "Finished", "Refused", "ServedRequest", "ServingEngine", "Token"]
+__all__ = [
+    "Busy",
+    "Draining",
+    "EngineStats",
+    "Finished",
+    "Refused",
+    "ServedRequest",
+    "ServingEngine",
+    "Token",
+]
 
 
 @dataclass(frozen=True)
@@ -75,6 +84,10 @@ Event = Token | Finished | Refused
 
 class Draining(RuntimeError):
     """The engine takes no new requests: the server is shutting down."""
+
+
+class Busy(RuntimeError):
+    """The engine holds as many requests as it may (running and waiting); the message says so."""
 
 
 @dataclass
@@ -147,6 +160,8 @@ class ServingEngine:
         max_step_tokens: the most tokens one forward pass runs: decoded tokens first, then a
             chunk of the prompts being read (``None``: whole prompts in one pass).
         queue_timeout_s: a request not admitted within this many seconds is refused (503).
+        max_waiting: the most requests waiting for a sequence; one more is refused at once
+            (``None``: no limit). With the running ones, this bounds what requests hold.
         on_finished: called on the engine thread with each request that ended and its
             output (e.g. to record metrics).
         on_refused: called on the engine thread with each queued request it refused.
@@ -158,12 +173,16 @@ class ServingEngine:
         *,
         max_step_tokens: int | None = None,
         queue_timeout_s: float = 60.0,
+        max_waiting: int | None = None,
         on_finished: Callable[[ServedRequest, GenerationOutput], None] | None = None,
         on_refused: Callable[[ServedRequest], None] | None = None,
     ) -> None:
         self.generator = generator
         self.tokenizer = generator.tokenizer
         self.queue_timeout_s = queue_timeout_s
+        self.max_waiting = max_waiting
+        self._held = 0  # requests submitted and not yet ended, running or waiting
+        self._held_lock = threading.Lock()
         self.stats = EngineStats()
         self._on_finished, self._on_refused = on_finished, on_refused
         self._inbox: queue.SimpleQueue[tuple[str, ServedRequest, object]] = queue.SimpleQueue()
@@ -195,11 +214,12 @@ class ServingEngine:
 
         Raises:
             Draining: the server is shutting down.
+            Busy: ``max_waiting`` requests are already waiting.
             ValueError: the prompt or the sampling parameters are invalid (checked here, so
                 the caller can answer 400).
         """
         if self._draining is not None:
-            raise Draining(self._draining)
+            raise Draining(f"{self._draining}; retry on another server")
         if not prompt:
             raise ValueError("the prompt is empty")
         if len(prompt) + params.max_new_tokens > self.max_context:
@@ -207,6 +227,14 @@ class ServingEngine:
                 f"{len(prompt)} prompt tokens and max_tokens {params.max_new_tokens} exceed the "
                 f"context of {self.max_context}"
             )
+        seqs = self.generator.max_batch_size
+        with self._held_lock:
+            if self.max_waiting is not None and self._held >= seqs + self.max_waiting:
+                raise Busy(
+                    f"the server is busy: {seqs} requests are running and {self.max_waiting} "
+                    "waiting (--max-num-seqs, --max-waiting); retry later"
+                )
+            self._held += 1
         request = ServedRequest(next(self._keys), len(prompt), asyncio.get_running_loop())
         self._inbox.put(("submit", request, (prompt, params)))
         self._wake.set()
@@ -267,7 +295,8 @@ class ServingEngine:
                 try:
                     self._stream.submit(prompt, request.key, params)
                 except ValueError as error:
-                    request._put(Refused(400, str(error)))
+                    self._in_flight[request.key] = request
+                    self._refuse(request, 400, str(error))
                     continue
                 self._in_flight[request.key] = request
                 self._deadlines.append((request.submitted_at + self.queue_timeout_s, request))
@@ -328,8 +357,13 @@ class ServingEngine:
         self.stats.waiting = stream.waiting
         self.stats.cached_tokens = sum(cache.lengths[row] for row in range(stream.running))
 
+    def _release_hold(self) -> None:
+        with self._held_lock:
+            self._held -= 1
+
     def _end(self, request: ServedRequest, output: GenerationOutput) -> None:
         del self._in_flight[request.key]
+        self._release_hold()
         reason = output.finish_reason
         self.stats.finished[reason] = self.stats.finished.get(reason, 0) + 1
         request.finished_at = time.monotonic()
@@ -338,7 +372,8 @@ class ServingEngine:
             self._on_finished(request, output)
 
     def _refuse(self, request: ServedRequest, status: int, message: str) -> None:
-        self._in_flight.pop(request.key, None)
+        del self._in_flight[request.key]
+        self._release_hold()
         self.stats.refused += 1
         request.finished_at = time.monotonic()
         request._put(Refused(status, message))

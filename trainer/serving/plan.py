@@ -34,6 +34,12 @@ __all__ = [
 
 DEFAULT_MAX_NUM_SEQS = 64
 
+# What the HTTP side holds, measured on this 2-core machine (2026-11-26): 10,000 connections
+# opened at once to a FastAPI app under uvicorn raised its peak memory by 108 MB (answered at
+# once) and each request waiting for a sequence held about 93 KB more (1,024 waiting: +95 MB).
+CONNECTION_FLOOD_BYTES = 128 << 20
+HELD_REQUEST_BYTES = 128 << 10
+
 
 class ServePlanError(ValueError):
     """A serving configuration that cannot fit; the message names the numbers and the knob."""
@@ -93,6 +99,9 @@ class ServePlan:
         step_bytes: the largest forward pass's working memory (hidden states, the MLP's
             activations, a prefill chunk's attention scores, the logits).
         max_step_tokens: the most tokens a pass runs (the prefill chunk).
+        max_waiting: the most requests waiting for a sequence; more get a 503 at once.
+        http_bytes: what the HTTP side may hold: a flood of connections answered at once,
+            and every request running or waiting.
     """
 
     max_model_len: int
@@ -105,23 +114,27 @@ class ServePlan:
     weight_bytes: int
     step_bytes: int
     max_step_tokens: int
+    max_waiting: int
+    http_bytes: int
 
     def total_bytes(self, baseline_bytes: int) -> int:
         """The most the process holds: ``baseline_bytes`` (what it holds now, the weights and
-        the libraries loaded) plus the cache and a step's working memory."""
-        return baseline_bytes + self.kv_cache_bytes + self.step_bytes
+        the libraries loaded) plus the cache, a step's working memory and the HTTP side."""
+        return baseline_bytes + self.kv_cache_bytes + self.step_bytes + self.http_bytes
 
     def describe(self, baseline_bytes: int) -> str:
         """The lines ``roll-agent serve`` prints at start."""
         lines = [
             f"Memory plan: at most {_gb(self.total_bytes(baseline_bytes))}: the process with "
             f"its weights {_gb(baseline_bytes)} (the weights {_gb(self.weight_bytes)}), the KV "
-            f"cache {_gb(self.kv_cache_bytes)}, a step's working memory {_gb(self.step_bytes)}",
+            f"cache {_gb(self.kv_cache_bytes)}, a step's working memory {_gb(self.step_bytes)}, "
+            f"HTTP connections and requests {_gb(self.http_bytes)}",
             f"  KV cache: {self.max_num_seqs} sequences x {self.max_model_len:,} tokens x "
             f"{self.bytes_per_token:,} B (budget {_gb(self.kv_cache_budget)}, "
             "--kv-cache-memory)",
             f"  --max-model-len {self.max_model_len}, --max-num-seqs {self.max_num_seqs}, "
-            f"prefill chunk {self.max_step_tokens} tokens a step; more requests wait",
+            f"prefill chunk {self.max_step_tokens} tokens a step; up to {self.max_waiting} "
+            "more requests wait (--max-waiting), beyond that 503",
         ]
         if self.lowered_max_num_seqs:
             lines.append(
@@ -147,6 +160,7 @@ def plan_serving(
     max_num_seqs: int | None,
     kv_cache_memory: int,
     max_step_tokens: int,
+    max_waiting: int = 1024,
 ) -> ServePlan:
     """Chooses the limits and checks they fit.
 
@@ -160,6 +174,7 @@ def plan_serving(
             budget holds).
         kv_cache_memory: the KV cache's budget in bytes.
         max_step_tokens: the most tokens one forward pass runs.
+        max_waiting: the most requests waiting for a sequence.
 
     Raises:
         ServePlanError: a limit out of range, or a cache that cannot fit its budget.
@@ -219,4 +234,6 @@ def plan_serving(
         weight_bytes=weight_bytes,
         step_bytes=activations + scores + logits,
         max_step_tokens=max_step_tokens,
+        max_waiting=max_waiting,
+        http_bytes=CONNECTION_FLOOD_BYTES + (max_num_seqs + max_waiting) * HELD_REQUEST_BYTES,
     )

@@ -46,7 +46,10 @@ def test_a_shorter_context_fits_the_default_number_of_sequences():
     assert plan.kv_cache_bytes == 65 * 2048 * 23_048
     text = plan.describe(baseline_bytes=10**9)
     assert "64 sequences x 2,048 tokens x 23,048 B" in text
-    assert f"at most {(10**9 + plan.kv_cache_bytes + plan.step_bytes) / 1e9:.2f} GB" in text
+    total = 10**9 + plan.kv_cache_bytes + plan.step_bytes + plan.http_bytes
+    assert f"at most {total / 1e9:.2f} GB" in text
+    # the HTTP side: a flood of connections, and 128 KiB for each request running or waiting
+    assert plan.http_bytes == (128 << 20) + (64 + 1024) * (128 << 10)
 
 
 def test_the_step_memory_counts_a_chunk_against_the_whole_context():
