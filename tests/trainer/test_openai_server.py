@@ -198,3 +198,23 @@ def test_tools_and_top_logprobs_are_refused_with_the_reason(served):
         _chat(url, tools=[tool])
     with pytest.raises(openai.BadRequestError, match="top_logprobs is not supported"):
         _chat(url, logprobs=True, top_logprobs=2)
+
+
+def test_a_stream_can_end_with_the_token_counts(served, local):
+    _, url = served
+    _, tokenizer = local
+    chunks = list(
+        _client(url).completions.create(
+            model=MODEL,
+            prompt="The box",
+            max_tokens=6,
+            temperature=0,
+            stream=True,
+            stream_options={"include_usage": True},
+            extra_body={"ignore_eos": True},
+        )
+    )
+    assert chunks[-1].choices == []
+    assert chunks[-1].usage.completion_tokens == 6  # ignore_eos: all six, whatever is drawn
+    prompt_tokens = len(tokenizer.encode("The box", add_special_tokens=False))
+    assert chunks[-1].usage.prompt_tokens == prompt_tokens

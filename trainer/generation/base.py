@@ -29,6 +29,8 @@ class SamplingParams:
             output, as the end of the assistant turn).
         allowed_token_ids: if set, sample only among these ids (constrained decoding).
         seed: seeds the sampling of this call.
+        ignore_eos: stop only at ``stop_token_ids``, never at the backend's default stop
+            token (its eos) when they are empty (vLLM's parameter of that name).
     """
 
     max_new_tokens: int = 64
@@ -38,6 +40,14 @@ class SamplingParams:
     stop_token_ids: tuple[int, ...] = ()
     allowed_token_ids: tuple[int, ...] | None = None
     seed: int | None = None
+    ignore_eos: bool = False
+
+    def stops(self, default: tuple[int, ...]) -> tuple[int, ...]:
+        """The tokens that end a reply: ``stop_token_ids``, else the backend's ``default``
+        (unless ``ignore_eos``)."""
+        if self.stop_token_ids or self.ignore_eos:
+            return self.stop_token_ids
+        return default
 
 
 @dataclass

@@ -220,7 +220,7 @@ class HFGenerator:
         prompts, rng, allowed = prepare_request(prompts, params, self._vocab_size(), self.device)
         if params.max_new_tokens == 0:
             return [GenerationOutput([], [], "length") for _ in prompts]
-        stop_ids = params.stop_token_ids or self.default_stop_token_ids
+        stop_ids = params.stops(self.default_stop_token_ids)
         stop = torch.tensor(stop_ids, dtype=torch.long, device=self.device)
 
         # Longest first, so each batch holds prompts of similar length.

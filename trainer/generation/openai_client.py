@@ -83,6 +83,8 @@ class OpenAIGenerator:
             extra["top_k"] = params.top_k
         if params.stop_token_ids:
             extra["stop_token_ids"] = list(params.stop_token_ids)
+        if params.ignore_eos:
+            extra["ignore_eos"] = True
         response = self.client.completions.create(
             model=self.model,
             prompt=prompt,

@@ -35,6 +35,8 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 
+from trainer.generation.small_batch_weights import FORMATS, BFloat16Weight, Int4Weight
+
 __all__ = ["PackedLinear", "packing_available", "row_buckets"]
 
 
@@ -78,6 +80,9 @@ class PackedLinear:
         buckets: the row counts packs are made for; rows are padded up to the next one.
             Empty: always ``F.linear`` (any dtype).
         min_rows: fewer rows than this use ``F.linear``.
+        small_rows: up to this many rows run on a compact copy of the weight, made when
+            first used (:mod:`~trainer.generation.small_batch_weights`); 0: never.
+        small_format: that copy's format: ``"int4"`` or ``"bfloat16"``.
     """
 
     def __init__(
@@ -86,13 +91,18 @@ class PackedLinear:
         bias: torch.Tensor | None,
         buckets: Sequence[int],
         min_rows: int = 3,
+        small_rows: int = 0,
+        small_format: str = "int4",
     ) -> None:
         if buckets and (weight.dtype != torch.float32 or weight.dim() != 2):
             raise ValueError(f"packing needs a 2-d float32 weight, got {weight.dtype}")
         self.weight, self.bias = weight.detach(), None if bias is None else bias.detach()
         self.buckets = tuple(sorted(buckets))
         self.min_rows = min_rows
+        self.small_rows = small_rows
+        self._small_format = FORMATS[small_format]
         self._packs: dict[int, torch.Tensor] = {}
+        self._small: Int4Weight | BFloat16Weight | None = None
 
     @property
     def packed_buckets(self) -> tuple[int, ...]:
@@ -101,6 +111,11 @@ class PackedLinear:
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.shape[0]
+        if rows <= self.small_rows and x.dim() == 2:
+            if self._small is None:
+                self._small = self._small_format.quantize(self.weight)
+            out = self._small(x)
+            return out if self.bias is None else out + self.bias
         bucket = next((b for b in self.buckets if b >= rows), None)
         if bucket is None or rows < self.min_rows or x.dim() != 2:
             return F.linear(x, self.weight, self.bias)
@@ -113,13 +128,17 @@ class PackedLinear:
         return out[:rows]
 
     def repack(self) -> None:
-        """Re-packs every bucket in use, after the weight changed in place."""
+        """Re-packs every bucket in use (and the compact copy), after the weight changed in
+        place."""
         for bucket in self._packs:
             self._packs[bucket] = self._pack(bucket)
+        if self._small is not None:
+            self._small = self._small_format.quantize(self.weight)
 
     def drop_packs(self) -> None:
         """Forgets the packs (they are made again when next used)."""
         self._packs.clear()
+        self._small = None
 
     def _pack(self, bucket: int) -> torch.Tensor:
         with torch.inference_mode():

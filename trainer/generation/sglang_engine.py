@@ -74,7 +74,8 @@ class SGLangGenerator:
             "temperature": params.temperature,
             "top_p": params.top_p,
             "top_k": params.top_k if params.top_k > 0 else -1,
-            "stop_token_ids": list(params.stop_token_ids or self.default_stop_token_ids),
+            "stop_token_ids": list(params.stops(self.default_stop_token_ids)),
+            "ignore_eos": params.ignore_eos,
         }
         if params.seed is not None:
             sampling["sampling_seed"] = params.seed

@@ -87,11 +87,12 @@ class VLLMGenerator:
             temperature=params.temperature,
             top_p=params.top_p,
             top_k=params.top_k if params.top_k > 0 else -1,
-            stop_token_ids=list(params.stop_token_ids or self.default_stop_token_ids),
+            stop_token_ids=list(params.stops(self.default_stop_token_ids)),
             allowed_token_ids=(
                 list(params.allowed_token_ids) if params.allowed_token_ids is not None else None
             ),
             seed=params.seed,
+            ignore_eos=params.ignore_eos,
             logprobs=0,  # the sampled token's own log-probability
             detokenize=False,
         )

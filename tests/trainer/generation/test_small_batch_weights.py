@@ -1,0 +1,100 @@
+"""4-bit and bfloat16 copies of weights for small decode steps: exact for weights already in
+4-bit groups (as the GGUF's Q4_1 layers are), used only where they are meant to be, and the
+engine's ``quantize="int4"`` decodes close to float32."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from trainer.generation import ContinuousGenerator, SamplingParams  # noqa: E402
+from trainer.generation.packed_linear import PackedLinear  # noqa: E402
+from trainer.generation.small_batch_weights import (  # noqa: E402
+    GROUP_SIZE,
+    BFloat16Weight,
+    Int4Weight,
+    int4_available,
+)
+
+pytestmark = pytest.mark.skipif(
+    not int4_available("cpu", GROUP_SIZE), reason="this torch build has no CPU int4 matmul"
+)
+
+
+def _q4_1_like(rows: int, columns: int, seed: int = 0) -> torch.Tensor:
+    """Weights as a Q4_1 GGUF stores them: each group of 32 is ``q * scale + minimum`` with
+    4-bit ``q``, the group's smallest and largest values at q = 0 and q = 15."""
+    generator = torch.Generator().manual_seed(seed)
+    groups = columns // GROUP_SIZE
+    q = torch.randint(0, 16, (rows, groups, GROUP_SIZE), generator=generator)
+    q[..., 0], q[..., 1] = 0, 15
+    # scales and minimums that bfloat16 holds exactly
+    scale = torch.randint(1, 64, (rows, groups, 1), generator=generator) / 1024
+    minimum = -torch.randint(0, 64, (rows, groups, 1), generator=generator) / 256
+    return (q * scale + minimum).reshape(rows, columns)
+
+
+def test_weights_in_4_bit_groups_come_back_exactly():
+    weight = _q4_1_like(96, 128)
+    x = torch.eye(128)
+    recovered = Int4Weight.quantize(weight)(x).T
+    # the integers, scales and minimums are found again; only the product is rounded to
+    # bfloat16 on the way out (8 bits of mantissa: 2^-8 relative)
+    assert torch.allclose(recovered, weight, rtol=2**-8, atol=1e-6)
+
+
+def test_a_hand_worked_group():
+    # one group a row: 0, 1, ..., 15 then 15s, so scale (15 - 0) / 15 = 1 and minimum 0
+    # (the kernel packs rows 16 at a time: the row is there 16 times)
+    weight = torch.tensor([list(range(16)) + [15.0] * 16] * 16)
+    x = torch.zeros(1, 32)
+    x[0, 3] = 1.0  # picks w[0, 3] = 3
+    assert Int4Weight.quantize(weight)(x)[0, 0].item() == 3.0
+    x[0, 3], x[0, 20] = 2.0, -1.0  # 2 * 3 - 15
+    assert Int4Weight.quantize(weight)(x)[0, 0].item() == -9.0
+    with pytest.raises(ValueError, match="rows in multiples of 16"):
+        Int4Weight.quantize(weight[:3])
+
+
+def test_a_linear_uses_its_compact_copy_only_for_few_rows():
+    weight = torch.randn(64, 96)
+    linear = PackedLinear(weight, torch.ones(64), buckets=(), small_rows=4)
+    few, many = torch.randn(3, 96), torch.randn(8, 96)
+    exact = many @ weight.T + 1
+    assert torch.equal(linear(many), exact)  # 8 rows: the float32 weight
+    assert linear._small is None
+    approximate = linear(few)
+    assert isinstance(linear._small, Int4Weight)
+    relative = (approximate - (few @ weight.T + 1)).norm() / (few @ weight.T + 1).norm()
+    assert 0 < relative < 0.15
+    with torch.no_grad():
+        weight.mul_(2)
+    linear.repack()  # the copy follows the weight
+    doubled = linear(few)
+    assert torch.allclose(doubled - 1, 2 * (approximate - 1), rtol=0.02, atol=0.05)
+    head = PackedLinear(weight, None, buckets=(), small_rows=4, small_format="bfloat16")
+    head(few)
+    assert isinstance(head._small, BFloat16Weight)
+
+
+def test_an_int4_engine_reads_prompts_in_float32_and_decodes_close_to_it(tiny):
+    model, tokenizer = tiny
+    exact = ContinuousGenerator(copy.deepcopy(model), tokenizer)
+    small = ContinuousGenerator(copy.deepcopy(model), tokenizer, quantize="int4")
+    prompt = [1] + list(range(500, 540))  # 41 tokens: more than the 32 rows int4 takes
+    params = SamplingParams(max_new_tokens=6, temperature=0.0, stop_token_ids=())
+    [want] = exact.generate([prompt], params)
+    [got] = small.generate([prompt], params)
+    # the first token comes from the prompt's pass: float32 layers; only the head, one row
+    # a sequence, ran on its bfloat16 copy
+    assert got.token_ids[0] == want.token_ids[0]
+    assert got.logprobs[0] == pytest.approx(want.logprobs[0], abs=1e-2)
+    assert all(linear._small is not None for linear in small._linears)  # decode used them
+    # random weights are not 4-bit groups: the later steps are close, not equal
+    teacher_forced = exact.generate([prompt + got.token_ids[:1]], params)[0]
+    assert teacher_forced.logprobs[0] == pytest.approx(got.logprobs[1], abs=0.5)
+    with pytest.raises(ValueError, match="quantize must be None or 'int4'"):
+        ContinuousGenerator(copy.deepcopy(model), tokenizer, quantize="int8")
