@@ -614,8 +614,9 @@ def serve(
         max_context=plan.max_model_len,
         preallocate_cache=True,
     )
-    baseline = _resident_bytes() + _copies_to_come(generator, plan.max_num_seqs)
-    print(plan.describe(baseline), flush=True)
+    # the cache is allocated (and zeroed, so resident) with the generator
+    resident, copies = _resident_bytes(), _copies_to_come(generator, plan.max_num_seqs)
+    print(plan.describe(resident, copies), flush=True)
 
     metrics: ServeMetrics | None = None
 
@@ -634,6 +635,7 @@ def serve(
         max_waiting=plan.max_waiting,
         on_finished=finished,
         on_refused=refused,
+        own_thread=False,  # this (main) thread steps it; HTTP is served from another
     )
     metrics = ServeMetrics(engine.stats, cache_positions=plan.cache_rows * plan.max_model_len)
     app = build_app(engine, name or model, metrics=metrics)
@@ -646,8 +648,14 @@ def serve(
             timeout_graceful_shutdown=shutdown_grace_s + 5,
         )
     )
+
+    def serve_http() -> None:
+        try:
+            server.run(sockets=[sock])
+        finally:
+            engine.close()  # the engine loop on the main thread returns
+
     stopping: list[int] = []
-    uvicorn_exit = server.handle_exit
 
     def on_signal(sig: int, frame: Any) -> None:
         if stopping:  # a second signal: exit at once
@@ -664,17 +672,17 @@ def serve(
         timer = threading.Timer(shutdown_grace_s, engine.abort_all)
         timer.daemon = True
         timer.start()
-        uvicorn_exit(sig, frame)
+        server.should_exit = True  # uvicorn stops accepting and waits for the open requests
 
-    server.handle_exit = on_signal  # type: ignore[method-assign]
     host, port = sock.getsockname()[:2]
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    http = threading.Thread(target=serve_http, name="rollenv-http", daemon=True)
+    http.start()
     print(f"Serving {name or model} at http://{host}:{port}/v1 (Ctrl-C stops)", flush=True)
-    # uvicorn raises the signal that stopped it again once it has: let that do nothing, so a
-    # stop by SIGTERM or Ctrl-C exits 0
-    previous = {s: signal.signal(s, lambda *_: None) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        server.run(sockets=[sock])
+        engine.run()
     finally:
         engine.close()
+        http.join(timeout=shutdown_grace_s + 10)
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -117,18 +117,20 @@ class ServePlan:
     max_waiting: int
     http_bytes: int
 
-    def total_bytes(self, baseline_bytes: int) -> int:
-        """The most the process holds: ``baseline_bytes`` (what it holds now, the weights and
-        the libraries loaded) plus the cache, a step's working memory and the HTTP side."""
-        return baseline_bytes + self.kv_cache_bytes + self.step_bytes + self.http_bytes
+    def total_bytes(self, resident_bytes: int, copies_bytes: int = 0) -> int:
+        """The most the process holds: ``resident_bytes`` (what it holds once started: the
+        libraries, the weights and the KV cache, allocated whole), the weight copies decode
+        steps make when first used, a step's working memory and the HTTP side."""
+        return resident_bytes + copies_bytes + self.step_bytes + self.http_bytes
 
-    def describe(self, baseline_bytes: int) -> str:
+    def describe(self, resident_bytes: int, copies_bytes: int = 0) -> str:
         """The lines ``roll-agent serve`` prints at start."""
+        total = self.total_bytes(resident_bytes, copies_bytes)
         lines = [
-            f"Memory plan: at most {_gb(self.total_bytes(baseline_bytes))}: the process with "
-            f"its weights {_gb(baseline_bytes)} (the weights {_gb(self.weight_bytes)}), the KV "
-            f"cache {_gb(self.kv_cache_bytes)}, a step's working memory {_gb(self.step_bytes)}, "
-            f"HTTP connections and requests {_gb(self.http_bytes)}",
+            f"Memory plan: at most {_gb(total)}: the process now {_gb(resident_bytes)} (the "
+            f"weights {_gb(self.weight_bytes)} and the KV cache {_gb(self.kv_cache_bytes)} in "
+            f"it), weight copies for decode steps {_gb(copies_bytes)}, a step's working memory "
+            f"{_gb(self.step_bytes)}, HTTP connections and requests {_gb(self.http_bytes)}",
             f"  KV cache: {self.max_num_seqs} sequences x {self.max_model_len:,} tokens x "
             f"{self.bytes_per_token:,} B (budget {_gb(self.kv_cache_budget)}, "
             "--kv-cache-memory)",
