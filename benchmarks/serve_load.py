@@ -132,7 +132,9 @@ async def load(url: str, model: str, clients: int, seconds: float) -> Phase:
     import openai
 
     phase = Phase(clients)
-    limits = httpx.Limits(max_connections=clients + 8, max_keepalive_connections=clients + 8)
+    # a connection a request: llama-server closes kept-alive connections under the client's
+    # feet ("Connection error" on the next request), which would count as its errors
+    limits = httpx.Limits(max_connections=clients + 8, max_keepalive_connections=0)
     async with openai.AsyncOpenAI(
         base_url=url,
         api_key="EMPTY",
@@ -218,10 +220,15 @@ def wait_healthy(url: str, process: subprocess.Popen, timeout_s: float = 600) ->
 
 
 @contextlib.contextmanager
-def our_server(model: str, mode: str, max_model_len: int, log: Path) -> Iterator[str]:
+def our_server(
+    model: str, mode: str, max_model_len: int, kv_cache_memory: str, log: Path
+) -> Iterator[str]:
     options = {"float32": [], "bfloat16": ["--dtype", "bfloat16"], "int4": ["--quantize", "int4"]}
     command = [sys.executable, "-c", "from trainer.cli import main; main()", "serve"]
     command += ["--model", model, "--port", "0", "--max-model-len", str(max_model_len)]
+    # 64 sequences of the whole context in float32 (6.1 GB at 2,048 tokens), as llama-server
+    # holds its 64 slots
+    command += ["--max-num-seqs", "64", "--kv-cache-memory", kv_cache_memory]
     command += options[mode]
     with open(log, "w") as out:
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=out, text=True)
@@ -301,8 +308,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--clients", default="1,8,64", help="client counts (1,8,64)")
     parser.add_argument("--seconds", type=float, default=30.0, help="each phase's load (30)")
-    parser.add_argument("--long-tokens", type=int, default=2000, help="the long request (2000)")
-    parser.add_argument("--max-model-len", type=int, default=4096, help="our context (4096)")
+    parser.add_argument(
+        "--long-tokens", type=int, default=2000, help="the long request's tokens (2000)"
+    )
+    parser.add_argument(
+        "--max-model-len", type=int, default=2048, help="our context: the long request's (2048)"
+    )
+    parser.add_argument(
+        "--kv-cache-memory", default="7GB", help="our KV cache's budget, for 64 sequences (7GB)"
+    )
     parser.add_argument("--llama-server", help="the llama-server binary (found if installed)")
     add_common_arguments(
         parser,
@@ -319,6 +333,7 @@ def main(argv: list[str] | None = None) -> int:
             "seconds": 5.0,
             "long_tokens": 300,
             "max_model_len": 1024,
+            "kv_cache_memory": "1GB",
         },
     )
     args.clients = [int(c) for c in str(args.clients).split(",")]
@@ -326,7 +341,8 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {}
     for mode in args.ours.split(","):
         print(f"== roll-agent serve --model {args.model} ({mode})", flush=True)
-        with our_server(args.model, mode, args.max_model_len, logs / f"serve_{mode}.log") as url:
+        log = logs / f"serve_{mode}.log"
+        with our_server(args.model, mode, args.max_model_len, args.kv_cache_memory, log) as url:
             results[f"ours {mode}"] = measure(url, args.model, args)
     llama_skip = ""
     binary, llama_skip = find_llama_server(args.llama_server)
