@@ -291,9 +291,10 @@ def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) ->
 
     async def collect(choices: list[_Choice], http_request: Request) -> None:
         """Runs the choices to their end; raises the first refusal as an HTTP error."""
-        async for _, _, end in run(choices, http_request):
-            if (problem := refusal(end)) is not None:
-                raise problem
+        async with contextlib.aclosing(run(choices, http_request)) as pieces:
+            async for _, _, end in pieces:
+                if (problem := refusal(end)) is not None:
+                    raise problem  # closing the pieces aborts the other choices
         if any(c.finish_reason is None for c in choices):
             return  # the client left
         if any(c.finish_reason == "abort" for c in choices):
