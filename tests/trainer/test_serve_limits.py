@@ -277,7 +277,7 @@ def test_sigterm_under_64_clients_drains_and_exits_0_within_the_grace():
         server.stop()
     print(f"SIGTERM under 64 clients: exit {code} after {seconds:.2f} s; answers {statuses}")
     assert code == 0
-    assert seconds <= 2 + 1.0  # the grace, and the moment it takes to answer and close
+    assert seconds <= 2 + 1.5  # the grace, and the moment it takes to answer and close
     assert "Traceback" not in errors
     assert set(statuses) <= {200, 503}
 
