@@ -387,6 +387,41 @@ def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) ->
             ],
         }
 
+    async def answer(
+        request: _Request,
+        http_request: Request,
+        prompt: list[int],
+        where: str,
+        head: dict[str, Any],
+        chunk: Any,
+        choice_body: Any,
+    ) -> Any:
+        """Runs the request's choices (``where``: what its prompt is called in a 400): a
+        stream of ``chunk(head, choice, text, finish_reason)``, or once they end, the body with
+        ``choice_body(choice)`` for each."""
+        choices = start(request, prompt, sampling(request, prompt, where))
+        if request.stream:
+            return await event_stream(
+                choices, http_request, lambda *a: chunk(head, *a),
+                usage_chunk(request, head, prompt, choices),
+            )  # fmt: skip
+        await collect(choices, http_request)
+        if any(c.finish_reason is None for c in choices):
+            return Response(status_code=499)  # the client left; nobody reads this
+        body = [
+            {"index": c.index, "finish_reason": c.finish_reason, **choice_body(c)} for c in choices
+        ]
+        return {**head, "choices": body, "usage": usage(prompt, choices)}
+
+    def headed(kind: str, prefix: str) -> dict[str, Any]:
+        """What every response and chunk of one request starts with."""
+        return {
+            "id": f"{prefix}-{uuid.uuid4().hex}",
+            "object": kind,
+            "created": int(time.time()),
+            "model": model_name,
+        }
+
     @app.post("/v1/completions")
     async def completions(request: CompletionRequest, http_request: Request) -> Any:
         check_request(request)
@@ -397,48 +432,30 @@ def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) ->
         vocab = len(tokenizer)
         if not prompt or any(not 0 <= t < vocab for t in prompt):
             raise _HTTPError(400, f"prompt must be text or token ids in [0, {vocab})")
-        choices = start(request, prompt, sampling(request, prompt, "prompt"))
-        head = {
-            "id": f"cmpl-{uuid.uuid4().hex}",
-            "object": "text_completion",
-            "created": int(time.time()),
-            "model": model_name,
-        }
-        if request.stream:
 
-            def chunk(choice: _Choice, text: str | None, finish: str | None) -> Any:
-                if text is None:
-                    return None  # completions have no opening chunk
-                return {
-                    **head,
-                    "choices": [{"index": choice.index, "text": text, "finish_reason": finish}],
-                }
-
-            return await event_stream(
-                choices, http_request, chunk, usage_chunk(request, head, prompt, choices)
-            )
-        await collect(choices, http_request)
-        if any(c.finish_reason is None for c in choices):
-            return Response(status_code=499)  # the client left; nobody reads this
-        body = []
-        for choice in choices:
-            item: dict[str, Any] = {
-                "index": choice.index,
-                "text": choice.reply.text,
-                "finish_reason": choice.finish_reason,
-                "logprobs": None,
+        def chunk(head: dict, choice: _Choice, text: str | None, finish: str | None) -> Any:
+            if text is None:
+                return None  # completions have no opening chunk
+            return {
+                **head,
+                "choices": [{"index": choice.index, "text": text, "finish_reason": finish}],
             }
+
+        def choice_body(choice: _Choice) -> dict[str, Any]:
+            logprobs = None
             if request.logprobs is not None:
-                ids, logprobs = choice.reply.kept()
+                ids, values = choice.reply.kept()
                 as_ids = request.return_tokens_as_token_ids
-                item["logprobs"] = {
+                logprobs = {
                     "tokens": [f"token_id:{t}" if as_ids else tokenizer.decode([t]) for t in ids],
-                    "token_logprobs": logprobs,
+                    "token_logprobs": values,
                     "top_logprobs": None,
                     "text_offset": None,
                 }
-            body.append(item)
-        return {**head, "choices": body, "usage": usage(prompt, choices)}
+            return {"text": choice.reply.text, "logprobs": logprobs}
+
+        head = headed("text_completion", "cmpl")
+        return await answer(request, http_request, prompt, "prompt", head, chunk, choice_body)
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: ChatRequest, http_request: Request) -> Any:
@@ -446,48 +463,32 @@ def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) ->
         messages = [m.model_dump() for m in request.messages]
         text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         prompt = tokenizer.encode(text, add_special_tokens=False)
-        choices = start(request, prompt, sampling(request, prompt, "messages"))
-        head = {
-            "id": f"chatcmpl-{uuid.uuid4().hex}",
-            "object": "chat.completion.chunk" if request.stream else "chat.completion",
-            "created": int(time.time()),
-            "model": model_name,
-        }
-        if request.stream:
 
-            def chunk(choice: _Choice, text: str | None, finish: str | None) -> Any:
-                delta = {"role": "assistant", "content": ""} if text is None else {}
-                if text:
-                    delta["content"] = text
-                return {
-                    **head,
-                    "choices": [{"index": choice.index, "delta": delta, "finish_reason": finish}],
-                }
-
-            return await event_stream(
-                choices, http_request, chunk, usage_chunk(request, head, prompt, choices)
-            )
-        await collect(choices, http_request)
-        if any(c.finish_reason is None for c in choices):
-            return Response(status_code=499)  # the client left; nobody reads this
-        body = []
-        for choice in choices:
-            item: dict[str, Any] = {
-                "index": choice.index,
-                "message": {"role": "assistant", "content": choice.reply.text},
-                "finish_reason": choice.finish_reason,
-                "logprobs": None,
+        def chunk(head: dict, choice: _Choice, text: str | None, finish: str | None) -> Any:
+            delta = {"role": "assistant", "content": ""} if text is None else {}
+            if text:
+                delta["content"] = text
+            return {
+                **head,
+                "choices": [{"index": choice.index, "delta": delta, "finish_reason": finish}],
             }
+
+        def choice_body(choice: _Choice) -> dict[str, Any]:
+            logprobs = None
             if request.logprobs:
-                ids, logprobs = choice.reply.kept()
-                item["logprobs"] = {
+                ids, values = choice.reply.kept()
+                logprobs = {
                     "content": [
                         {"token": tokenizer.decode([t]), "logprob": lp, "top_logprobs": []}
-                        for t, lp in zip(ids, logprobs, strict=True)
+                        for t, lp in zip(ids, values, strict=True)
                     ]
                 }
-            body.append(item)
-        return {**head, "choices": body, "usage": usage(prompt, choices)}
+            message = {"role": "assistant", "content": choice.reply.text}
+            return {"message": message, "logprobs": logprobs}
+
+        kind = "chat.completion.chunk" if request.stream else "chat.completion"
+        head = headed(kind, "chatcmpl")
+        return await answer(request, http_request, prompt, "messages", head, chunk, choice_body)
 
     return app
 

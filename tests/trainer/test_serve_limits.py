@@ -255,17 +255,23 @@ def _load(port: int, clients: int, max_tokens: int) -> asyncio.Future:
     return all_clients()
 
 
+async def _loaded(server: Server, clients: int) -> asyncio.Future:
+    """Starts ``clients`` long requests; returns (their statuses to come) once they run."""
+    load = asyncio.ensure_future(_load(server.port, clients, 1000))
+    await asyncio.to_thread(
+        _wait_for,
+        lambda: _metrics(server.port)["rollenv:num_requests_running"] > 0,
+        "the load to start",
+    )
+    return load
+
+
 def test_sigterm_under_64_clients_drains_and_exits_0_within_the_grace():
     server = Server("--max-model-len", "1024", "--kv-cache-memory", "64MB", "--shutdown-grace", "2")
     try:
 
         async def scenario():
-            load = asyncio.ensure_future(_load(server.port, 64, 1000))
-            await asyncio.to_thread(
-                _wait_for,
-                lambda: _metrics(server.port)["rollenv:num_requests_running"] > 0,
-                "the load to start",
-            )
+            load = await _loaded(server, 64)
             stopped = time.monotonic()
             server.process.send_signal(signal.SIGTERM)
             code = await asyncio.to_thread(server.process.wait, 30)
@@ -288,12 +294,7 @@ def test_a_second_signal_exits_at_once():
     try:
 
         async def scenario():
-            load = asyncio.ensure_future(_load(server.port, 8, 1000))
-            await asyncio.to_thread(
-                _wait_for,
-                lambda: _metrics(server.port)["rollenv:num_requests_running"] > 0,
-                "the load to start",
-            )
+            load = await _loaded(server, 8)
             server.process.send_signal(signal.SIGTERM)
             await asyncio.to_thread(
                 _wait_for,
