@@ -11,6 +11,9 @@ completion tokens a second (the servers' own token counts, ``stream_options.incl
 time to first token and latency (p50, p99), requests and errors; and the ratio of ours to
 ``llama-server``'s tokens a second at the same client count.
 
+Then, in this process, each of our modes' greedy replies to 8 of those prompts (32 tokens each)
+are compared with float32's, token by token: what ``int4`` or ``bfloat16`` costs in agreement.
+
 A second measurement checks continuous admission: a 4-token request's latency on the idle
 server (median of 5), then again while another client generates ``--long-tokens`` tokens
 (``ignore_eos``), and their ratio (goal: at most 2x).
@@ -205,6 +208,48 @@ async def admission(url: str, model: str, long_tokens: int, repeats: int = 5) ->
     }
 
 
+def greedy_agreement(model: str, modes: list[str], prompts: int = 8, tokens: int = 32) -> dict:
+    """How many greedy tokens each mode's engine (in this process, one prompt at a time, as
+    one client would) shares with float32's, position by position, over ``prompts`` chat
+    prompts; and each mode's identical replies."""
+    import copy
+
+    from trainer.generation import SamplingParams
+    from trainer.generation.continuous import ContinuousGenerator
+    from trainer.models import load_model
+
+    policy, tokenizer = load_model(model)
+    chats = [
+        tokenizer.apply_chat_template(
+            [{"role": "user", "content": request_mix(i * 3)[0]}],
+            add_generation_prompt=True,
+            tokenize=True,
+        )["input_ids"]
+        for i in range(prompts)
+    ]
+    params = SamplingParams(max_new_tokens=tokens, temperature=0.0, ignore_eos=True)
+    options = {"float32": {}, "bfloat16": {"dtype": "bfloat16"}, "int4": {"quantize": "int4"}}
+    replies = {}
+    for mode in dict.fromkeys(["float32", *modes]):
+        engine = ContinuousGenerator(copy.deepcopy(policy), tokenizer, **options[mode])
+        replies[mode] = [engine.generate([chat], params)[0].token_ids for chat in chats]
+    reference = replies["float32"]
+    return {
+        mode: {
+            "same_tokens": sum(
+                a == b
+                for got, want in zip(out, reference, strict=True)
+                for a, b in zip(got, want, strict=True)  # ignore_eos: every reply is full
+            ),
+            "tokens": prompts * tokens,
+            "identical_replies": sum(got == want for got, want in zip(out, reference, strict=True)),
+            "replies": prompts,
+        }
+        for mode, out in replies.items()
+        if mode != "float32"
+    }
+
+
 def wait_healthy(url: str, process: subprocess.Popen, timeout_s: float = 600) -> None:
     import httpx
 
@@ -357,6 +402,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(f"== llama-server skipped: {llama_skip}", flush=True)
 
+    agreement = greedy_agreement(args.model, args.ours.split(","))
     llama = results.get("llama-server")
     rows = []
     for name, result in results.items():
@@ -396,6 +442,14 @@ def main(argv: list[str] | None = None) -> int:
         ],
         f"A 4-token request beside a {args.long_tokens}-token one (goal: at most 2x)",
     )
+    print_table(
+        ["mode", "greedy tokens as float32's", "identical replies"],
+        [
+            [mode, f"{a['same_tokens']}/{a['tokens']}", f"{a['identical_replies']}/{a['replies']}"]
+            for mode, a in agreement.items()
+        ],
+        "Agreement with float32's greedy replies (in process, 32 tokens a reply)",
+    )
     goals = {}
     for name, result in results.items():
         if name == "llama-server":
@@ -428,6 +482,7 @@ def main(argv: list[str] | None = None) -> int:
             "llama_server": binary,
             "llama_server_skipped": llama_skip or None,
             "results": results,
+            "greedy_agreement_with_float32": agreement,
             "goals": goals,
         },
         libraries=["torch", "transformers", "fastapi", "uvicorn", "openai"],

@@ -148,7 +148,18 @@ def test_a_strategy_not_installed_names_the_install_command(monkeypatch):
 def test_megatron_without_a_gpu_says_what_it_needs():
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
+    if importlib.util.find_spec("megatron") is None:
+        pytest.skip("megatron-core is not installed (the test below covers that case)")
     with pytest.raises(ConfigError, match="megatron needs CUDA GPUs.*use train.strategy=fsdp2"):
+        from_config.check_strategy(_config("train.strategy=megatron"))
+
+
+def test_megatron_not_installed_names_the_install_and_the_gpus():
+    if importlib.util.find_spec("megatron") is not None:
+        pytest.skip("megatron-core is installed here (the test above covers that case)")
+    with pytest.raises(
+        ConfigError, match=r"needs megatron, which is not installed: pip .*CUDA GPUs"
+    ):
         from_config.check_strategy(_config("train.strategy=megatron"))
 
 

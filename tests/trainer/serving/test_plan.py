@@ -50,7 +50,7 @@ def test_a_shorter_context_fits_the_default_number_of_sequences():
     total = 5 * 10**9 + plan.step_bytes + plan.http_bytes
     assert f"at most {total / 1e9:.2f} GB" in text
     # the HTTP side: a flood of connections, and 128 KiB for each request running or waiting
-    assert plan.http_bytes == (128 << 20) + (64 + 1024) * (128 << 10)
+    assert plan.http_bytes == (256 << 20) + (64 + 1024) * (128 << 10)
 
 
 def test_the_step_memory_counts_a_chunk_against_the_whole_context():
