@@ -200,15 +200,16 @@ def _add_serve_command(commands: argparse._SubParsersAction) -> None:
         "--dtype",
         choices=["float32", "bfloat16"],
         default="float32",
-        help="weights' and KV cache's dtype (bfloat16: about twice the tokens a second on a "
-        "CPU, log-probs a few hundredths from float32's)",
+        help="weights' and KV cache's dtype (bfloat16 is faster only on CPUs with AVX512-BF16 "
+        "or AMX, slower beyond one sequence on AVX2; its log-probs are a few hundredths from "
+        "float32's)",
     )
     parser.add_argument(
         "--quantize",
         choices=["int4"],
         help="int4: decode steps of up to 32 sequences read 4-bit copies of the layers (the "
-        "GGUF's own Q4_1 values for SmolLM2) and a bfloat16 head: about 1.8x the tokens a "
-        "second for one client on a 2-core CPU",
+        "GGUF's own Q4_1 values for SmolLM2) and a bfloat16 head: one client got 23 tokens/s "
+        "against 14 in float32 on a 2-core CPU (benchmarks/serve_load.py)",
     )
     parser.add_argument(
         "--max-model-len",

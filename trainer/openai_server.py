@@ -40,7 +40,7 @@ import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from fastapi import FastAPI, HTTPException, Request
@@ -130,12 +130,6 @@ class _Choice:
     finish_reason: str | None = None
 
 
-class _HTTPError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status, self.message = status, message
-
-
 async def _until_disconnected(http_request: Any) -> None:
     """Returns when the client has gone (uvicorn reports ``http.disconnect``)."""
     while True:
@@ -168,10 +162,6 @@ def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) ->
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
         return error(exc.status_code, str(exc.detail))
 
-    @app.exception_handler(_HTTPError)
-    async def our_error(request: Request, exc: _HTTPError) -> JSONResponse:
-        return error(exc.status, exc.message)
-
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
         problems = [
@@ -184,21 +174,21 @@ def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) ->
 
     def check_request(request: _Request) -> None:
         if request.model != model_name:
-            raise _HTTPError(
-                404,
-                f"model {request.model!r} is not served here; this server has "
+            raise HTTPException(
+                status_code=404,
+                detail=f"model {request.model!r} is not served here; this server has "
                 f"{model_name!r} (GET /v1/models)",
             )
         if request.tools:
-            raise _HTTPError(
-                400,
-                "tools are not supported by this server: it samples plain text "
+            raise HTTPException(
+                status_code=400,
+                detail="tools are not supported by this server: it samples plain text "
                 "(describe the tools in the messages and parse the reply instead)",
             )
         if getattr(request, "top_logprobs", None):
-            raise _HTTPError(
-                400,
-                "top_logprobs is not supported by this server; logprobs=true gives "
+            raise HTTPException(
+                status_code=400,
+                detail="top_logprobs is not supported by this server; logprobs=true gives "
                 "each sampled token's log-probability",
             )
 
@@ -208,9 +198,9 @@ def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) ->
         asked = len(prompt) + (limit or 1)
         if asked > context:
             reply = f"{limit} in the completion" if limit else "at least 1 to generate"
-            raise _HTTPError(
-                400,
-                f"This model's maximum context length is {context} tokens. However, you "
+            raise HTTPException(
+                status_code=400,
+                detail=f"This model's maximum context length is {context} tokens. However, you "
                 f"requested {asked} tokens ({len(prompt)} in the {where}, {reply}). Please "
                 f"reduce the length of the {where} or completion.",
             )
@@ -232,14 +222,14 @@ def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) ->
         try:
             for index in range(request.n):
                 seed = None if request.seed is None else request.seed + index
-                served = engine.submit(prompt, _with_seed(params, seed))
+                served = engine.submit(prompt, replace(params, seed=seed))
                 choices.append(_Choice(index, served, ReplyText(tokenizer, request.stop_strings)))
         except (Draining, Busy) as refused:
             for choice in choices:
                 engine.abort(choice.served)
-            raise _HTTPError(503, str(refused)) from None
+            raise HTTPException(status_code=503, detail=str(refused)) from None
         except ValueError as bad:
-            raise _HTTPError(400, str(bad)) from None
+            raise HTTPException(status_code=400, detail=str(bad)) from None
         return choices
 
     async def pump(choice: _Choice, out: asyncio.Queue[tuple[_Choice, str, Any]]) -> None:
@@ -286,8 +276,10 @@ def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) ->
                 engine.abort(choice.served)
                 task.cancel()
 
-    def refusal(end: Any) -> _HTTPError | None:
-        return _HTTPError(end.status, end.message) if isinstance(end, Refused) else None
+    def refusal(end: Any) -> HTTPException | None:
+        if isinstance(end, Refused):
+            return HTTPException(status_code=end.status, detail=end.message)
+        return None
 
     async def collect(choices: list[_Choice], http_request: Request) -> None:
         """Runs the choices to their end; raises the first refusal as an HTTP error."""
@@ -299,8 +291,9 @@ def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) ->
             return  # the client left
         if any(c.finish_reason == "abort" for c in choices):
             made = sum(len(c.reply.token_ids) for c in choices)
-            raise _HTTPError(
-                503, f"the server is shutting down: the request was aborted after {made} tokens"
+            raise HTTPException(
+                status_code=503,
+                detail=f"the server is shutting down: the request was aborted after {made} tokens",
             )
 
     async def event_stream(
@@ -312,7 +305,7 @@ def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) ->
         first = await anext(pieces, None)
         if first is not None and (problem := refusal(first[2])) is not None:
             await pieces.aclose()
-            return error(problem.status, problem.message)
+            return error(problem.status_code, problem.detail)
 
         async def events() -> AsyncIterator[str]:
             try:
@@ -322,7 +315,8 @@ def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) ->
                 while True:
                     for choice, text, end in items:
                         if (problem := refusal(end)) is not None:
-                            body = {"error": {"message": problem.message, "code": problem.status}}
+                            message, code = problem.detail, problem.status_code
+                            body = {"error": {"message": message, "code": code}}
                             yield f"data: {json.dumps(body)}\n\n"
                             return
                         if text:
@@ -367,7 +361,7 @@ def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) ->
     @app.get("/metrics")
     async def prometheus() -> Response:
         if metrics is None:
-            raise _HTTPError(404, "this server keeps no metrics")
+            raise HTTPException(status_code=404, detail="this server keeps no metrics")
         from trainer.serving.metrics import CONTENT_TYPE_LATEST
 
         return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
@@ -431,7 +425,9 @@ def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) ->
             prompt = list(request.prompt)
         vocab = len(tokenizer)
         if not prompt or any(not 0 <= t < vocab for t in prompt):
-            raise _HTTPError(400, f"prompt must be text or token ids in [0, {vocab})")
+            raise HTTPException(
+                status_code=400, detail=f"prompt must be text or token ids in [0, {vocab})"
+            )
 
         def chunk(head: dict, choice: _Choice, text: str | None, finish: str | None) -> Any:
             if text is None:
@@ -493,12 +489,6 @@ def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) ->
     return app
 
 
-def _with_seed(params: SamplingParams, seed: int | None) -> SamplingParams:
-    from dataclasses import replace
-
-    return replace(params, seed=seed)
-
-
 def _resident_bytes() -> int:
     """This process's resident memory now (Linux), else its peak so far."""
     with contextlib.suppress(OSError, ValueError), open("/proc/self/statm") as statm:
@@ -506,27 +496,6 @@ def _resident_bytes() -> int:
     import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
-def _copies_to_come(generator: Any, max_num_seqs: int) -> int:
-    """Bytes of the weight copies decode steps make when first used: MKL packs of the float32
-    weights, one per row bucket above the compact copies' rows, and the compact copies
-    (``quantize="int4"``: 4-bit layers with a bfloat16 scale and zero per 32 weights, a
-    bfloat16 head). Counted before they exist, so the plan holds once they do."""
-    from trainer.generation.continuous import INT4_ROWS
-    from trainer.generation.packed_linear import packing_available, row_buckets
-
-    model = generator.model
-    linear = sum(p.numel() for n, p in model.named_parameters() if n.endswith("proj.weight"))
-    head = model.lm_head.weight.numel()
-    small_rows = INT4_ROWS if generator.quantize else 0
-    total = 0
-    if packing_available(generator.dtype, generator.device):
-        buckets = [b for b in row_buckets(max_num_seqs) if b > small_rows]
-        total += len(buckets) * (linear + head) * 4
-    if generator.quantize == "int4":
-        total += linear // 2 + linear // 32 * 4 + head * 2
-    return total
 
 
 def serve(
@@ -556,7 +525,7 @@ def serve(
         dtype: ``"bfloat16"`` or ``None`` (the model's float32); see
             :class:`~trainer.generation.continuous.ContinuousGenerator`.
         quantize: ``"int4"``: decode steps of up to 32 sequences run on 4-bit copies of the
-            layers (about twice the tokens a second for one client; see
+            layers (more tokens a second for few clients; see
             :class:`~trainer.generation.continuous.ContinuousGenerator`), or ``None``.
         max_model_len: the most tokens a request holds, prompt and reply (default: the
             model's context).
@@ -617,29 +586,17 @@ def serve(
         preallocate_cache=True,
     )
     # the cache is allocated (and zeroed, so resident) with the generator
-    resident, copies = _resident_bytes(), _copies_to_come(generator, plan.max_num_seqs)
-    print(plan.describe(resident, copies), flush=True)
-
-    metrics: ServeMetrics | None = None
-
-    def finished(request: ServedRequest, output: Any) -> None:
-        if metrics is not None:
-            metrics.request_finished(request, output)
-
-    def refused(request: ServedRequest) -> None:
-        if metrics is not None:
-            metrics.request_refused(request)
+    print(plan.describe(_resident_bytes(), generator.weight_copy_bytes()), flush=True)
 
     engine = ServingEngine(
         generator,
         max_step_tokens=plan.max_step_tokens,
         queue_timeout_s=queue_timeout_s,
         max_waiting=plan.max_waiting,
-        on_finished=finished,
-        on_refused=refused,
         own_thread=False,  # this (main) thread steps it; HTTP is served from another
     )
     metrics = ServeMetrics(engine.stats, cache_positions=plan.cache_rows * plan.max_model_len)
+    engine.on_finished, engine.on_refused = metrics.request_finished, metrics.request_refused
     app = build_app(engine, name or model, metrics=metrics)
     sock = sock or listening_socket(host, port)
     server = uvicorn.Server(

@@ -399,6 +399,11 @@ class ContinuousGenerator:
         or the cache's ``max_capacity`` when set lower)."""
         return self.cache.max_capacity
 
+    def weight_copy_bytes(self) -> int:
+        """Bytes of the weight copies decode steps make when first used (MKL packs, the
+        compact copies of ``quantize``), counted before they exist: a server plans for them."""
+        return sum(linear.copy_bytes() for linear in self._linears)
+
     def stream(
         self, params: SamplingParams, *, max_step_tokens: int | None = None
     ) -> GenerationStream:

@@ -54,9 +54,9 @@ class SlotKVCache:
         max_capacity: the most tokens a row may ever hold (the model's context length).
         dtype: dtype of keys and values.
         device: where they live.
-        preallocate: allocate ``rows`` rows of ``max_capacity`` tokens now, and never grow
-            (a server's memory plan); the pages are touched, and so resident, as they are
-            written. Without it the cache starts small and grows with use.
+        preallocate: allocate ``rows`` rows of ``max_capacity`` tokens now (zeroed, so
+            resident at once), and never grow: a server's memory plan. Without it the cache
+            starts small and grows with use.
     """
 
     def __init__(

@@ -127,6 +127,15 @@ class PackedLinear:
         out = torch.ops.mkl._mkl_linear(x.contiguous(), pack, self.weight, self.bias, bucket)
         return out[:rows]
 
+    def copy_bytes(self) -> int:
+        """Bytes of every copy this layer may make: a pack for each bucket it can reach (those
+        above ``small_rows``) and the compact copy, made or not yet."""
+        rows, columns = self.weight.shape
+        reachable = [b for b in self.buckets if b > self.small_rows]
+        packs = len(reachable) * self.weight.numel() * self.weight.element_size()
+        small = self._small_format.nbytes_for(rows, columns) if self.small_rows else 0
+        return packs + small
+
     def repack(self) -> None:
         """Re-packs every bucket in use (and the compact copy), after the weight changed in
         place."""

@@ -54,6 +54,12 @@ class Int4Weight:
     packed: torch.Tensor
     scale_and_zero: torch.Tensor  # (in_features / GROUP_SIZE, out_features, 2), bfloat16
 
+    @staticmethod
+    def nbytes_for(rows: int, columns: int) -> int:
+        """Bytes of the copy of a ``rows x columns`` weight: half a byte a weight, and a
+        bfloat16 scale and zero for each group."""
+        return rows * columns // 2 + rows * columns // GROUP_SIZE * 4
+
     @classmethod
     def quantize(cls, weight: torch.Tensor) -> Int4Weight:
         """Packs ``weight`` (any float dtype) into 4-bit groups of :data:`GROUP_SIZE`."""
@@ -87,6 +93,11 @@ class BFloat16Weight:
     """A weight rounded to bfloat16; call it on ``x`` for ``x @ weight.T`` in ``x``'s dtype."""
 
     weight: torch.Tensor
+
+    @staticmethod
+    def nbytes_for(rows: int, columns: int) -> int:
+        """Bytes of the copy of a ``rows x columns`` weight."""
+        return rows * columns * 2
 
     @classmethod
     def quantize(cls, weight: torch.Tensor) -> BFloat16Weight:

@@ -15,7 +15,7 @@ sampled, and the engine thread never blocks on them.
 Example:
     >>> import asyncio
     >>> from trainer.generation import SamplingParams
-    >>> from trainer.generation.continuous import ContinuousGenerator
+    >>> from trainer.generation.continuous import ContinuousGenerator, GenerationStream
     >>> from trainer.models import load_model
     >>> model, tokenizer = load_model("tiny-random", seed=0)
     >>> engine = ServingEngine(ContinuousGenerator(model, tokenizer, max_batch_size=4))
@@ -40,7 +40,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from trainer.generation.base import GenerationOutput, SamplingParams
-from trainer.generation.continuous import ContinuousGenerator
+from trainer.generation.continuous import ContinuousGenerator, GenerationStream
 
 __all__ = [
     "Busy",
@@ -167,8 +167,8 @@ class ServingEngine:
         max_waiting: the most requests waiting for a sequence; one more is refused at once
             (``None``: no limit). With the running ones, this bounds what requests hold.
         on_finished: called on the engine thread with each request that ended and its
-            output (e.g. to record metrics).
-        on_refused: called on the engine thread with each queued request it refused.
+            output (e.g. to record metrics); the attribute of that name can be set later.
+        on_refused: called on the engine thread with each queued request it refused; likewise.
         own_thread: start a thread that runs :meth:`run`. ``False``: the caller runs it, on
             the main thread for speed: on this 2-core machine torch decodes one sequence at
             34 tokens/s on the main thread and 19-21 on another (OpenMP's second team), so
@@ -194,7 +194,8 @@ class ServingEngine:
         self._held = 0  # requests submitted and not yet ended, running or waiting
         self._held_lock = threading.Lock()
         self.stats = EngineStats()
-        self._on_finished, self._on_refused = on_finished, on_refused
+        self.on_finished, self.on_refused = on_finished, on_refused
+        self._max_step_tokens = max_step_tokens
         self._inbox: queue.SimpleQueue[tuple[str, ServedRequest, object]] = queue.SimpleQueue()
         self._wake = threading.Event()
         self._keys = itertools.count()
@@ -203,9 +204,7 @@ class ServingEngine:
         # requests in submission order with their queue deadline (all share one timeout)
         self._deadlines: deque[tuple[float, ServedRequest]] = deque()
         self._in_flight: dict[int, ServedRequest] = {}
-        self._stream = generator.stream(
-            SamplingParams(max_new_tokens=1), max_step_tokens=max_step_tokens
-        )
+        self._stream = self._new_stream()
         self._thread: threading.Thread | None = None
         if own_thread:
             self._thread = threading.Thread(target=self.run, name="rollenv-serving", daemon=True)
@@ -319,15 +318,14 @@ class ServingEngine:
                 output = self._stream.abort(request.key)
                 if output is not None:
                     self._end(request, output)
-            elif command == "abort_all":
-                for key, waiting in list(self._in_flight.items()):
-                    if self._stream.is_waiting(key):
-                        self._stream.abort(key)
-                        self._refuse(waiting, 503, str(argument))
-                for key, running in list(self._in_flight.items()):
+            elif command == "abort_all":  # the waiting are refused, the running end
+                for key, held in list(self._in_flight.items()):
+                    waiting = self._stream.is_waiting(key)
                     output = self._stream.abort(key)
-                    if output is not None:
-                        self._end(running, output)
+                    if waiting:
+                        self._refuse(held, 503, str(argument))
+                    elif output is not None:
+                        self._end(held, output)
 
     def _expire_waiting(self) -> None:
         now = time.monotonic()
@@ -371,7 +369,7 @@ class ServingEngine:
         stats.prompt_tokens = computed
         stats.generation_tokens += len(sampled)
         stats.steps += 1
-        stats.recent.append((time.monotonic(), new_prompt, len(sampled)))
+        stats.recent.append((now, new_prompt, len(sampled)))
         self._publish_counts()
 
     def _publish_counts(self) -> None:
@@ -391,8 +389,8 @@ class ServingEngine:
         self.stats.finished[reason] = self.stats.finished.get(reason, 0) + 1
         request.finished_at = time.monotonic()
         request._put(Finished(output))
-        if self._on_finished is not None:
-            self._on_finished(request, output)
+        if self.on_finished is not None:
+            self.on_finished(request, output)
 
     def _refuse(self, request: ServedRequest, status: int, message: str) -> None:
         del self._in_flight[request.key]
@@ -400,14 +398,17 @@ class ServingEngine:
         self.stats.refused += 1
         request.finished_at = time.monotonic()
         request._put(Refused(status, message))
-        if self._on_refused is not None:
-            self._on_refused(request)
+        if self.on_refused is not None:
+            self.on_refused(request)
 
     def _fail_all(self, message: str) -> None:
         for request in list(self._in_flight.values()):
             self._refuse(request, 500, message)
-        # the stream is left half-stepped: a new one owns the rows from here
-        self._stream = self.generator.stream(
-            SamplingParams(max_new_tokens=1), max_step_tokens=self._stream._max_step_tokens
-        )
+        self._stream = self._new_stream()  # the old one is left half-stepped
         self._deadlines.clear()
+
+    def _new_stream(self) -> GenerationStream:
+        """A stream that owns the generator's rows; every request brings its own sampling."""
+        return self.generator.stream(
+            SamplingParams(max_new_tokens=1), max_step_tokens=self._max_step_tokens
+        )

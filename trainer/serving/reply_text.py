@@ -1,10 +1,10 @@
 """``ReplyText``: a reply's text as its tokens arrive, cut at the first stop string.
 
 A streamed reply is sent a piece at a time. Decoding every prefix again would cost O(n^2) over
-a long reply; this decodes only a short window of tokens each time (the last piece's tokens and
-the new ones), as vLLM's detokenizer does, and holds back a token whose bytes end mid-character
-(its text ends in U+FFFD) until the rest arrives. Text that could be the start of a stop string
-is held back too, until it is clear it is not.
+a long reply; this decodes only a short window of tokens each time (the last piece's tokens,
+whose text is decoded once, and the new ones), as vLLM's detokenizer does, and holds back a
+token whose bytes end mid-character (its text ends in U+FFFD) until the rest arrives. Text that
+could be the start of a stop string is held back too, until it is clear it is not.
 
 Example:
     >>> from trainer.models import load_tokenizer
@@ -48,6 +48,7 @@ class ReplyText:
         self._text = ""
         self._prefix_start = 0  # tokens [prefix_start, read_end) decode to the last piece
         self._read_end = 0
+        self._prefix_text = ""  # their text, decoded once
         self._sent = 0
         self.stopped = False
 
@@ -63,13 +64,14 @@ class ReplyText:
         self.token_ids.append(token_id)
         self.logprobs.append(logprob)
         decode = self._tokenizer.decode
-        before = decode(
-            self.token_ids[self._prefix_start : self._read_end], skip_special_tokens=True
-        )
+        before = self._prefix_text
         now = decode(self.token_ids[self._prefix_start :], skip_special_tokens=True)
         if len(now) > len(before) and not now.endswith("\ufffd"):
             piece = now[len(before) :]
             self._prefix_start, self._read_end = self._read_end, len(self.token_ids)
+            self._prefix_text = decode(
+                self.token_ids[self._prefix_start : self._read_end], skip_special_tokens=True
+            )
             searched_from = max(len(self._text) - self._hold, 0)
             self._text += piece
             self._text_after.append(len(self._text))
