@@ -587,6 +587,7 @@ def serve(
     )
     # the cache is allocated (and zeroed, so resident) with the generator
     print(plan.describe(_resident_bytes(), generator.weight_copy_bytes()), flush=True)
+    generator.make_weight_copies()  # counted in the plan; made before the first request
 
     engine = ServingEngine(
         generator,

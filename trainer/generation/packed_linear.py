@@ -136,6 +136,15 @@ class PackedLinear:
         small = self._small_format.nbytes_for(rows, columns) if self.small_rows else 0
         return packs + small
 
+    def make_copies(self) -> None:
+        """Makes now every copy :meth:`copy_bytes` counts, instead of at each one's first use
+        (a server does, so that no request waits for them)."""
+        if self.small_rows and self._small is None:
+            self._small = self._small_format.quantize(self.weight)
+        for bucket in self.buckets:
+            if bucket > self.small_rows and bucket not in self._packs:
+                self._packs[bucket] = self._pack(bucket)
+
     def repack(self) -> None:
         """Re-packs every bucket in use (and the compact copy), after the weight changed in
         place."""

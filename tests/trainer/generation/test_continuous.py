@@ -315,6 +315,36 @@ class TestSlotKVCache:
         assert cache.keys[0][1, 0, :2, 0].tolist() == [7.0, 8.0]
         assert cache.tokens[1, :3].tolist() == [7, 8, -1]
 
+    def test_an_idle_row_with_its_own_tail_keeps_it_and_lends_its_prefix(self):
+        from trainer.generation.kv_cache import KEPT_TAIL
+
+        cache = self._cache(rows=4, capacity=64)
+        long_tail = [1, 2, *range(100, 100 + KEPT_TAIL + 1)]  # 2 shared, then 33 of its own
+        row, _ = cache.admit(long_tail)
+        self._fill(cache, row, long_tail)
+        cache.release(row)
+        row, shared = cache.admit([1, 2, 9])
+        assert shared == 2 and cache.tokens[row, :3].tolist() == [1, 2, -1]
+        assert cache.keys[0][row, 0, :2, 0].tolist() == [1.0, 2.0]  # the prefix was copied
+        # and the row it came from still holds every token, for a later prompt that shares them
+        holders = [r for r in range(cache.active, cache.rows) if cache.lengths[r] == 35]
+        assert len(holders) == 1
+        assert cache.tokens[holders[0], :35].tolist() == long_tail
+        cache.release(row)
+        assert cache.admit([*long_tail, 7])[1] == 35
+
+    def test_an_idle_row_a_prompt_continues_is_taken_in_place(self):
+        from trainer.generation.kv_cache import KEPT_TAIL
+
+        cache = self._cache(rows=4, capacity=64)
+        turn = [1, 2, *range(100, 100 + KEPT_TAIL)]  # 2 shared, then 32: at most KEPT_TAIL
+        row, _ = cache.admit(turn)
+        self._fill(cache, row, turn)
+        cache.release(row)
+        row, shared = cache.admit([1, 2, 9])
+        assert shared == 2
+        assert not any(cache.lengths[r] == len(turn) for r in range(cache.rows))  # overwritten
+
     def test_the_whole_prompt_is_never_shared_and_rows_grow(self):
         cache = self._cache(rows=3, capacity=4)
         row, _ = cache.admit([1, 2])

@@ -98,3 +98,28 @@ def test_an_int4_engine_reads_prompts_in_float32_and_decodes_close_to_it(tiny):
     assert teacher_forced.logprobs[0] == pytest.approx(got.logprobs[1], abs=0.5)
     with pytest.raises(ValueError, match="quantize must be None or 'int4'"):
         ContinuousGenerator(copy.deepcopy(model), tokenizer, quantize="int8")
+
+
+def test_copies_made_up_front_are_the_ones_counted_and_decode_as_lazy_ones(tiny):
+    model, tokenizer = tiny
+    lazy = ContinuousGenerator(
+        copy.deepcopy(model), tokenizer, quantize="int4", packed_weights=True, max_batch_size=64
+    )
+    eager = ContinuousGenerator(
+        copy.deepcopy(model), tokenizer, quantize="int4", packed_weights=True, max_batch_size=64
+    )
+    assert all(linear._small is None and not linear.packed_buckets for linear in eager._linears)
+    eager.make_weight_copies()
+    for linear in eager._linears:
+        assert linear._small is not None
+        # the 8- and 32-row packs are never reached (int4 takes up to 32 rows): not made
+        assert linear.packed_buckets == (64,)
+    made = {id(linear): (linear._small, linear._packs[64]) for linear in eager._linears}
+    prompts = [[1, *range(500 + i, 520 + i)] for i in range(40)]  # 40 rows: the 64-row pack
+    params = SamplingParams(max_new_tokens=6, temperature=0.0, stop_token_ids=())
+    replies = [o.token_ids for o in eager.generate(prompts, params)]
+    assert replies == [o.token_ids for o in lazy.generate(prompts, params)]
+    for linear in eager._linears:  # the steps used the copies made up front, made no others
+        small, pack = made[id(linear)]
+        assert linear._small is small and linear._packs[64] is pack
+        assert linear.packed_buckets == (64,)
