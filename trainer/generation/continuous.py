@@ -164,7 +164,9 @@ class _DecodeAttention:
         self.span = int(positions.max()) + 1
         self.visible: torch.Tensor | None = None
         if int(positions.min()) + 1 < self.span:
-            visible = torch.arange(self.span, device=positions.device)[None, :] <= positions[:, None]
+            visible = (
+                torch.arange(self.span, device=positions.device)[None, :] <= positions[:, None]
+            )
             self.visible = visible[:, None, None, :]  # (rows, 1, 1, span)
         # else every row sees its whole span: no mask (SDPA runs 1.7x faster without one on a
         # single row, as one client's decode steps are)
