@@ -1,0 +1,106 @@
+"""The reward pool on a real Ray cluster: rule verifiers scored in worker actors, a checker that
+loops on a pathological reply cut at its deadline, a worker killed mid-batch replaced with no
+request lost or scored twice, growth when batches wait, and a bad judge refused in one line."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+ray = pytest.importorskip("ray")
+pytest.importorskip("math_verify")
+
+from trainer.rewards.judge import JudgeUnreachableError  # noqa: E402
+from trainer.rewards.pool import RewardPool, ScoreRequest  # noqa: E402
+from trainer.rewards.rule import RuleScorer  # noqa: E402
+
+IS_CORRECT = "environments.math.verify:is_correct"
+IS_EQUIVALENT = "environments.math.verify:is_equivalent"
+# a tower of powers: sympy works on it far past any deadline (math-verify's own timeout needs
+# SIGALRM, so it has none off a main thread)
+PATHOLOGICAL = "9^{9^{9^{9^{9}}}}"
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def test_a_rule_past_its_deadline_is_cut_and_the_next_call_runs_in_a_fresh_process():
+    scorer = RuleScorer(deadline_s=2.0)
+    try:
+        started = time.monotonic()
+        outcome = scorer.score(IS_EQUIVALENT, PATHOLOGICAL, {"reference": "1"})
+        assert outcome.score is None and "did not finish within 2 s" in outcome.reason
+        assert time.monotonic() - started < 10
+        assert scorer.restarts == 1
+        assert scorer.score(IS_CORRECT, "0.5", {"reference": "1/2"}).score == 1.0
+        assert scorer.score(IS_CORRECT, "0.4", {"reference": "1/2"}).score == 0.0
+        failed = scorer.score("environments.math.verify:nothing_here", "1", {})
+        assert failed.score is None and "cannot be loaded" in failed.reason
+    finally:
+        scorer.close()
+
+
+def test_rules_are_scored_by_the_workers_in_order(cluster):
+    pool = RewardPool(min_workers=1, max_workers=2, num_cpus=0.5, batch_size=2)
+    try:
+        answers = ["0.5", "\\frac{1}{2}", "0.4", "2/4", "1/2"]
+        requests = [
+            ScoreRequest.rule(10 + i, IS_CORRECT, a, reference="1/2") for i, a in enumerate(answers)
+        ]
+        results = pool.score(requests)
+        assert [r.id for r in results] == [10, 11, 12, 13, 14]
+        # 2/4 is not in lowest terms: not a result in the task's answer form
+        assert [r.score for r in results] == [1.0, 1.0, 0.0, 0.0, 1.0]
+    finally:
+        pool.close()
+
+
+def test_a_worker_killed_mid_batch_loses_and_doubles_nothing(cluster):
+    pool = RewardPool(min_workers=2, max_workers=2, num_cpus=0.5, batch_size=3, rule_deadline_s=1.0)
+    try:
+        pool.score([ScoreRequest.rule(0, IS_CORRECT, "1", reference="1")])  # warm both paths
+        requests = [
+            ScoreRequest.rule(i, IS_EQUIVALENT, PATHOLOGICAL if i % 2 else "1", reference="1")
+            for i in range(12)
+        ]
+        future = pool.submit(requests)
+        time.sleep(2.0)  # both workers are inside a batch
+        busy = pool.workers
+        ray.kill(busy[-1])
+        results = future.result(timeout=120)
+        assert sorted(r.id for r in results) == list(range(12))  # each once
+        assert [r.id for r in results] == list(range(12))
+        for r in results:
+            if r.id % 2:
+                assert r.score is None and "did not finish within 1 s" in r.reason
+            else:
+                assert r.score == 1.0
+        assert pool.stats.workers_replaced == 1 and pool.stats.batches_retried == 1
+    finally:
+        pool.close()
+
+
+def test_the_pool_grows_when_batches_wait(cluster):
+    pool = RewardPool(min_workers=1, max_workers=2, num_cpus=0.5, batch_size=1, grow_after=1)
+    try:
+        requests = [ScoreRequest.rule(i, IS_CORRECT, "3", reference="3") for i in range(8)]
+        results = pool.score(requests)
+        assert all(r.score == 1.0 for r in results)
+        assert pool.stats.peak_workers == 2 and pool.stats.workers_started == 2
+    finally:
+        pool.close()
+
+
+def test_bad_input_is_one_line_before_any_worker_starts():
+    with pytest.raises(JudgeUnreachableError, match="unreachable") as error:
+        RewardPool(judge="openai:http://127.0.0.1:9/v1#judge")
+    assert "\n" not in str(error.value)
+    with pytest.raises(ValueError, match="openai:http://HOST:PORT/v1#MODEL_ID"):
+        RewardPool(judge="openai:localhost")
+    with pytest.raises(ValueError, match="min_workers <= max_workers"):
+        RewardPool(min_workers=3, max_workers=2)

@@ -1,0 +1,346 @@
+"""``RewardPool``: reward workers as Ray actors, scoring while the caller goes on generating.
+
+ROLL's reward workers run beside the rollouts on their own resources; a finished group's
+episodes go in and numbers come out. Here a request is plain data (:class:`ScoreRequest`: a
+rule verifier's name and arguments, or a judge request); :meth:`RewardPool.submit` returns a
+``concurrent.futures.Future`` at once, and a dispatcher thread hands batches to the workers:
+
+* each worker has one batch at a time; the pool starts ``min_workers`` and adds one (up to
+  ``max_workers``) when more than ``grow_after`` batches wait for each worker;
+* a worker that dies mid-batch (a node lost, ``ray.kill``) is replaced and its batch is given
+  to a worker again: results are keyed by request id, so none is lost or counted twice;
+* a request whose scorer fails or passes its deadline comes back *unscored* (``score=None``),
+  for the caller to leave out of the update and count.
+
+Workers take Ray resources like every other part (``num_cpus``, ``num_gpus``, custom
+``resources``), on any node of the cluster.
+
+Example:
+    >>> import ray
+    >>> _ = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    >>> pool = RewardPool(min_workers=1, max_workers=2)
+    >>> request = ScoreRequest.rule(0, "environments.math.verify:is_correct", "0.5",
+    ...                             reference="1/2")
+    >>> pool.score([request])
+    [ScoreResult(id=0, score=1.0, reason='scored')]
+    >>> pool.close(); ray.shutdown()
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["RewardPool", "ScoreRequest", "ScoreResult"]
+
+
+@dataclass(frozen=True)
+class ScoreRequest:
+    """One thing to score.
+
+    Attributes:
+        id: unique among the requests in flight (results carry it back).
+        kind: ``"rule"`` or ``"judge"``.
+        payload: rule: ``{"rule": "module:function", "response": str, "data": {...}}``;
+            judge: :class:`~trainer.rewards.judge.JudgeRequest`'s fields (``question``,
+            ``response``, ``reference`` or ``rubric`` as a list of criteria).
+    """
+
+    id: int
+    kind: str
+    payload: dict[str, Any]
+
+    @classmethod
+    def rule(cls, id: int, rule: str, response: str, **data: Any) -> ScoreRequest:
+        """A rule verifier's call: ``rule(response, **data)``."""
+        return cls(id, "rule", {"rule": rule, "response": response, "data": data})
+
+    @classmethod
+    def judged(
+        cls, id: int, question: str, response: str, *, reference: str | None = None,
+        rubric: list[dict[str, Any]] | None = None,
+    ) -> ScoreRequest:  # fmt: skip
+        """A judge's verdict against a reference answer or a rubric."""
+        payload = {"question": question, "response": response}
+        payload.update({"reference": reference, "rubric": rubric})
+        return cls(id, "judge", payload)
+
+
+@dataclass(frozen=True)
+class ScoreResult:
+    """A request's score in [0, 1], or ``None`` (unscored) with the reason."""
+
+    id: int
+    score: float | None
+    reason: str
+
+
+class RewardWorker:
+    """The actor: scores batches with a :class:`~trainer.rewards.rule.RuleScorer` and, when
+    given a judge spec, a :class:`~trainer.rewards.judge.Judge`."""
+
+    def __init__(self, rule_deadline_s: float, judge: str | None, judge_timeout_s: float):
+        from trainer.rewards.rule import RuleScorer
+
+        self.rules = RuleScorer(rule_deadline_s)
+        self.judge_spec, self.judge_timeout_s = judge, judge_timeout_s
+        self._judge: Any = None
+
+    def pid(self) -> int:
+        import os
+
+        return os.getpid()
+
+    def score(self, requests: list[ScoreRequest]) -> list[ScoreResult]:
+        results = []
+        judged = [r for r in requests if r.kind == "judge"]
+        for request in requests:
+            if request.kind == "rule":
+                p = request.payload
+                outcome = self.rules.score(p["rule"], p["response"], p.get("data") or {})
+                results.append(ScoreResult(request.id, outcome.score, outcome.reason))
+            elif request.kind != "judge":
+                results.append(ScoreResult(request.id, None, f"unknown kind {request.kind!r}"))
+        if judged:
+            results += self._score_judged(judged)
+        return results
+
+    def _score_judged(self, requests: list[ScoreRequest]) -> list[ScoreResult]:
+        from trainer.rewards.judge import JudgeRequest, Rubric
+
+        if self.judge_spec is None:
+            return [ScoreResult(r.id, None, "this pool has no judge") for r in requests]
+        judge = self._judge or self._make_judge()
+        asked = []
+        for r in requests:
+            p = r.payload
+            rubric = Rubric.from_data(p["rubric"]) if p.get("rubric") is not None else None
+            asked.append(JudgeRequest(p["question"], p["response"], p.get("reference"), rubric))
+        verdicts = judge.score(asked)
+        return [
+            ScoreResult(r.id, v.score, v.reason) for r, v in zip(requests, verdicts, strict=True)
+        ]
+
+    def _make_judge(self) -> Any:
+        from trainer.rewards.judge import make_judge
+
+        self._judge = make_judge(self.judge_spec, timeout_s=self.judge_timeout_s)
+        return self._judge
+
+
+@dataclass
+class _Batch:
+    requests: list[ScoreRequest]
+    submission: _Submission
+    tries: int = 0
+
+
+@dataclass
+class PoolStats:
+    """What the pool did: workers started, replaced after dying, and batches retried."""
+
+    workers_started: int = 0
+    workers_replaced: int = 0
+    batches_retried: int = 0
+    requests_scored: int = 0
+    requests_unscored: int = 0
+    peak_workers: int = 0
+    waits: list[float] = field(default_factory=list)
+
+
+class RewardPool:
+    """A pool of :class:`RewardWorker` actors fed by a dispatcher thread.
+
+    Args:
+        min_workers, max_workers: the pool's size range.
+        grow_after: add a worker when more than this many batches wait per worker.
+        batch_size: requests per batch handed to a worker.
+        num_cpus, num_gpus, resources: each worker's Ray resources.
+        rule_deadline_s: the most seconds one rule call may take.
+        judge: the judge (a model name or ``openai:URL#NAME``), or ``None`` for none.
+        judge_timeout_s: the most seconds one judge call may take.
+        max_tries: a batch whose worker died is given out again up to this many times.
+    """
+
+    def __init__(
+        self,
+        *,
+        min_workers: int = 1,
+        max_workers: int = 4,
+        grow_after: int = 2,
+        batch_size: int = 8,
+        num_cpus: float = 1,
+        num_gpus: float = 0,
+        resources: dict[str, float] | None = None,
+        rule_deadline_s: float = 10.0,
+        judge: str | None = None,
+        judge_timeout_s: float = 60.0,
+        max_tries: int = 3,
+    ) -> None:
+        if not 1 <= min_workers <= max_workers:
+            raise ValueError(
+                f"reward workers need 1 <= min_workers <= max_workers, got {min_workers} and "
+                f"{max_workers}"
+            )
+        if batch_size < 1 or grow_after < 1 or max_tries < 1:
+            raise ValueError("batch_size, grow_after and max_tries must be >= 1")
+        if judge is not None:
+            from trainer.rewards.judge import check_judge_spec
+
+            check_judge_spec(judge)  # a bad or unreachable judge: one line, before any load
+        import ray
+
+        self._ray = ray
+        self._actor_class = ray.remote(RewardWorker).options(
+            num_cpus=num_cpus, num_gpus=num_gpus, resources=resources or {}, max_restarts=0
+        )
+        self._worker_args = (rule_deadline_s, judge, judge_timeout_s)
+        self.min_workers, self.max_workers, self.grow_after = min_workers, max_workers, grow_after
+        self.batch_size, self.max_tries = batch_size, max_tries
+        self.stats = PoolStats()
+        self._lock = threading.Condition()
+        self._queue: deque[_Batch] = deque()
+        self._idle: list[Any] = []
+        self._running: dict[Any, tuple[Any, _Batch]] = {}  # ObjectRef -> (worker, batch)
+        self._closed = False
+        for _ in range(min_workers):
+            self._idle.append(self._new_worker())
+        self._thread = threading.Thread(target=self._dispatch, name="reward-pool", daemon=True)
+        self._thread.start()
+
+    @property
+    def workers(self) -> list[Any]:
+        """The live worker actors (idle and busy)."""
+        with self._lock:
+            return [*self._idle, *(worker for worker, _ in self._running.values())]
+
+    def submit(self, requests: list[ScoreRequest]) -> Future:
+        """Starts scoring ``requests``; the future's result is their :class:`ScoreResult` list,
+        in the order given."""
+        ids = [r.id for r in requests]
+        if len(set(ids)) != len(ids):
+            raise ValueError("request ids must be unique within a submission")
+        future: Future = Future()
+        if not requests:
+            future.set_result([])
+            return future
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the reward pool is closed")
+            parts = [
+                requests[i : i + self.batch_size] for i in range(0, len(requests), self.batch_size)
+            ]
+            submission = _Submission(future, ids, len(parts))
+            for part in parts:
+                self._queue.append(_Batch(part, submission))
+            self._lock.notify_all()
+        return future
+
+    def score(self, requests: list[ScoreRequest]) -> list[ScoreResult]:
+        """Scores ``requests`` and waits for the results."""
+        return self.submit(requests).result()
+
+    def close(self) -> None:
+        """Stops the dispatcher and the workers; waiting submissions fail."""
+        with self._lock:
+            self._closed = True
+            self._lock.notify_all()
+        self._thread.join(10)
+        for worker in self.workers:
+            self._ray.kill(worker)
+
+    # ------------------------------------------------------------------ the dispatcher
+    def _new_worker(self) -> Any:
+        worker = self._actor_class.remote(*self._worker_args)
+        self.stats.workers_started += 1
+        return worker
+
+    def _dispatch(self) -> None:
+        ray = self._ray
+        while True:
+            with self._lock:
+                while not self._closed and not self._queue and not self._running:
+                    self._lock.wait(0.5)
+                if self._closed:
+                    self._fail_waiting(RuntimeError("the reward pool was closed"))
+                    return
+                self._grow()
+                while self._queue and self._idle:
+                    batch = self._queue.popleft()
+                    worker = self._idle.pop()
+                    batch.tries += 1
+                    self._running[worker.score.remote(batch.requests)] = (worker, batch)
+                self.stats.peak_workers = max(
+                    self.stats.peak_workers, len(self._idle) + len(self._running)
+                )
+                refs = list(self._running)
+            if not refs:
+                continue
+            done, _ = ray.wait(refs, num_returns=1, timeout=0.2)
+            for ref in done:
+                with self._lock:
+                    worker, batch = self._running.pop(ref)
+                try:
+                    results = ray.get(ref)
+                except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError) as error:
+                    self._replace(worker, batch, error)
+                    continue
+                with self._lock:
+                    self._idle.append(worker)
+                batch.submission.add_results(results, self.stats)
+
+    def _grow(self) -> None:
+        live = len(self._idle) + len(self._running)
+        if live < self.max_workers and len(self._queue) > self.grow_after * max(live, 1):
+            self._idle.append(self._new_worker())
+
+    def _replace(self, dead: Any, batch: _Batch, error: Exception) -> None:
+        with self._lock:
+            self.stats.workers_replaced += 1
+            self._idle.append(self._new_worker())
+            if batch.tries >= self.max_tries:
+                results = [
+                    ScoreResult(r.id, None, f"its reward worker died {batch.tries} times")
+                    for r in batch.requests
+                ]
+                batch.submission.add_results(results, self.stats)
+            else:
+                self.stats.batches_retried += 1
+                self._queue.appendleft(batch)
+            self._lock.notify_all()
+
+    def _fail_waiting(self, error: Exception) -> None:
+        for batch in [*self._queue, *(b for _, b in self._running.values())]:
+            batch.submission.fail(error)
+        self._queue.clear()
+
+
+class _Submission:
+    """One submit call's future, completed when all its batches are in."""
+
+    def __init__(self, future: Future, ids: list[int], parts: int) -> None:
+        self.future, self.ids, self.parts_left = future, ids, parts
+        self.results: dict[int, ScoreResult] = {}
+        self.started = time.monotonic()
+
+    def add_results(self, results: list[ScoreResult], stats: PoolStats) -> None:
+        for result in results:
+            if result.id in self.results:  # a batch given out twice answers once
+                continue
+            self.results[result.id] = result
+            if result.score is None:
+                stats.requests_unscored += 1
+            else:
+                stats.requests_scored += 1
+        self.parts_left -= 1
+        if self.parts_left == 0 and not self.future.done():
+            stats.waits.append(time.monotonic() - self.started)
+            self.future.set_result([self.results[i] for i in self.ids])
+
+    def fail(self, error: Exception) -> None:
+        if not self.future.done():
+            self.future.set_exception(error)
