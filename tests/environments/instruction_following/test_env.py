@@ -106,7 +106,9 @@ def test_a_reply_that_is_no_attempt_at_the_task_earns_nothing(reply, why):
 
 
 def test_task_ignoring_replies_earn_nothing_over_many_prompts():
-    report = rollenv.check_reward(rollenv.make("InstructionFollowing-v0"), seeds=range(60))
+    # 30 seeds here (the registry-wide test runs 12); `roll-agent check InstructionFollowing-v0
+    # --reward --episodes 500` passes too
+    report = rollenv.check_reward(rollenv.make("InstructionFollowing-v0"), seeds=range(30))
     assert report.passed, report.table()
     assert report.oracle.success_rate == 1.0
     names = {p.name for p in report.probes}

@@ -61,7 +61,9 @@ def test_rules_are_scored_by_the_workers_in_order(cluster):
 
 
 def test_a_worker_killed_mid_batch_loses_and_doubles_nothing(cluster):
-    pool = RewardPool(min_workers=2, max_workers=2, num_cpus=0.5, batch_size=3, rule_deadline_s=1.0)
+    # a deadline a fresh worker's first real call meets on two busy cores, which the
+    # pathological reply still passes (math-verify's own limit, in the child, is 5 s)
+    pool = RewardPool(min_workers=2, max_workers=2, num_cpus=0.5, batch_size=3, rule_deadline_s=3.0)
     try:
         pool.score([ScoreRequest.rule(0, IS_CORRECT, "1", reference="1")])  # warm both paths
         requests = [
@@ -69,7 +71,7 @@ def test_a_worker_killed_mid_batch_loses_and_doubles_nothing(cluster):
             for i in range(12)
         ]
         future = pool.submit(requests)
-        time.sleep(2.0)  # both workers are inside a batch
+        time.sleep(3.0)  # both workers are inside a batch
         busy = pool.workers
         ray.kill(busy[-1])
         results = future.result(timeout=120)
@@ -77,7 +79,7 @@ def test_a_worker_killed_mid_batch_loses_and_doubles_nothing(cluster):
         assert [r.id for r in results] == list(range(12))
         for r in results:
             if r.id % 2:
-                assert r.score is None and "did not finish within 1 s" in r.reason
+                assert r.score is None and "did not finish within 3 s" in r.reason
             else:
                 assert r.score == 1.0
         assert pool.stats.workers_replaced == 1 and pool.stats.batches_retried == 1
