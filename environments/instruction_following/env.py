@@ -43,6 +43,7 @@ from environments.instruction_following.constraints import (
     words,
 )
 from environments.instruction_following.generator import Prompt, generate_prompt
+from environments.instruction_following.writer import write_reply
 from rollenv.actions import AnswerFormat
 from rollenv.text_env import TextEnv
 
@@ -183,8 +184,6 @@ class InstructionFollowingEnv(TextEnv):
     def task_ignoring_replies(self) -> dict[str, str]:
         """The topic alone or repeated, the constraints restated, a claim of compliance, and
         prose that keeps the constraints but is about nothing (the oracle's, topic removed)."""
-        from environments.instruction_following.oracle import write_reply
-
         wrap, topic = self.answer_format.wrap, self.prompt.topic
         keywords = [
             word

@@ -16,7 +16,7 @@ from environments.instruction_following.generator import (
     RARE_LETTERS,
     generate_prompt,
 )
-from environments.instruction_following.oracle import write_reply
+from environments.instruction_following.writer import write_reply
 from rollenv.policies import RandomPolicy, oracle_for, run_episode
 
 TASK = {"task": "Write a diary entry about the garden.", "topic": "garden"}
