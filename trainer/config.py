@@ -150,6 +150,10 @@ class AlgorithmConfig(_Section):
     # equal returns): it adds no gradient, only compute, and under token-mean it dilutes the
     # informative tokens' step (DAPO's filter of uniform groups, without resampling)
     skip_zero_advantage: bool = False
+    # ROLL's and DAPO's dynamic sampling: a group whose returns are all equal is dropped and
+    # new groups (new prompts) are rolled out in its place, up to this many extra rounds a step
+    dynamic_sampling: bool = False
+    dynamic_sampling_max_rounds: int = Field(3, ge=1)
     clip_low: float = Field(0.2, ge=0.0)
     clip_high: float = Field(0.2, ge=0.0)
     dual_clip: float | None = Field(3.0, gt=1.0)
@@ -299,6 +303,11 @@ class Config(_Section):
                     "generation.dtype=bfloat16 samples from a rounded copy of the policy: set "
                     "algorithm.old_logprobs=recompute"
                 )
+        if self.algorithm.dynamic_sampling and self.rollout.mode != "local":
+            raise ValueError(
+                "algorithm.dynamic_sampling needs rollout.mode=local (the Ray rollouts do not "
+                "replace uniform groups yet)"
+            )
         if self.rollout.mode == "local":
             ray_only = {"redundancy": 0, "async_generation_ratio": 0, "ray_address": None}
             for name, default in ray_only.items():

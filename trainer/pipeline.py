@@ -121,6 +121,18 @@ def plan_phases(config: Config, *, resume: bool) -> list[Phase]:
     return phases
 
 
+def _informative_groups(trajectories: list[Trajectory]) -> list[list[Trajectory]]:
+    """The groups (in order of first appearance) whose episode returns are not all equal."""
+    groups: dict[int, list[Trajectory]] = {}
+    for trajectory in trajectories:
+        groups.setdefault(trajectory.group_id, []).append(trajectory)
+    return [
+        group
+        for group in groups.values()
+        if max(t.episode_return for t in group) - min(t.episode_return for t in group) > 1e-9
+    ]
+
+
 class Pipeline:
     """Trains a policy in one env with one algorithm, as ``config`` says.
 
@@ -226,6 +238,40 @@ class Pipeline:
         return str(state.checkpoint / "model")
 
     # ------------------------------------------------------------------ one step
+    def _resample_uniform_groups(
+        self, step: int, first: list[Trajectory]
+    ) -> tuple[list[Trajectory], list[Trajectory], dict[str, float]]:
+        """Dynamic sampling (ROLL, DAPO): drops the groups whose returns are all equal (no
+        advantage to learn from) and rolls out new groups, with new seeds, in their place, up
+        to ``dynamic_sampling_max_rounds`` extra rounds.
+
+        Returns:
+            The trajectories to train on (at most ``groups_per_step`` informative groups; the
+            first round's when no group differs, as without dynamic sampling), every
+            trajectory generated, and the metrics.
+        """
+        config = self.config
+        wanted = config.env.groups_per_step
+        generated = list(first)
+        informative = _informative_groups(first)
+        rounds, next_id = 0, max(t.group_id for t in first) + 1
+        while len(informative) < wanted and rounds < config.algorithm.dynamic_sampling_max_rounds:
+            rounds += 1
+            missing = wanted - len(informative)
+            seeds = step_seeds(config.train.seed, step, missing, resample=rounds)
+            more = self.manager.rollout(seeds, group_ids=list(range(next_id, next_id + missing)))
+            next_id += missing
+            generated += more
+            informative += _informative_groups(more)
+        kept = [t for group in informative[:wanted] for t in group]
+        groups_generated = len({t.group_id for t in generated})
+        metrics = {
+            "train/dynamic_sampling_rounds": float(rounds),
+            "train/uniform_groups_dropped": float(groups_generated - len(informative)),
+            "train/informative_groups": float(min(len(informative), wanted)),
+        }
+        return (kept or first), generated, metrics
+
     def train_step(self) -> dict[str, float]:
         """Runs step ``self.step + 1`` and returns its metrics."""
         config, algorithm = self.config, self.config.algorithm
@@ -233,14 +279,21 @@ class Pipeline:
         timings: dict[str, float] = {}
         clock = time.perf_counter()
 
+        sampling_metrics: dict[str, float] = {}
         if self.rollouts is not None:
-            trajectories = self.rollouts.rollout(step, version=self.step)
+            trajectories = generated = self.rollouts.rollout(step, version=self.step)
         else:
             seeds = step_seeds(config.train.seed, step, config.env.groups_per_step)
             self.manager.sampling = replace(
                 self.manager.sampling, seed=hash((config.train.seed, step)) % 2**31
             )
-            trajectories = self.manager.rollout(seeds, group_ids=list(range(len(seeds))))
+            trajectories = generated = self.manager.rollout(
+                seeds, group_ids=list(range(len(seeds)))
+            )
+            if algorithm.dynamic_sampling:
+                trajectories, generated, sampling_metrics = self._resample_uniform_groups(
+                    step, trajectories
+                )
         timings["time/rollout"] = time.perf_counter() - clock
 
         clock = time.perf_counter()
@@ -319,9 +372,10 @@ class Pipeline:
 
         self.step = step
         metrics = {
-            **rollout_metrics(trajectories, "rollout"),
+            **rollout_metrics(generated, "rollout"),
             **(self.rollouts.metrics() if self.rollouts is not None else {}),
             **filter_metrics,
+            **sampling_metrics,
             **update_metrics,
             **timings,
             "train/kept_episodes": float(keep.float().mean()),

@@ -20,7 +20,8 @@ __all__ = ["TRAIN_SEED_BASE", "step_seeds"]
 TRAIN_SEED_BASE = 1_000_000
 
 
-def step_seeds(seed: int, step: int, groups: int) -> list[int]:
-    """The reset seeds of a training step's groups (the run's data order)."""
-    rng = random.Random(f"{seed}-{step}")
+def step_seeds(seed: int, step: int, groups: int, resample: int = 0) -> list[int]:
+    """The reset seeds of a training step's groups (the run's data order); ``resample`` > 0:
+    the seeds of that round of dynamic sampling's extra groups (different prompts)."""
+    rng = random.Random(f"{seed}-{step}" if resample == 0 else f"{seed}-{step}-{resample}")
     return [rng.randrange(TRAIN_SEED_BASE, 2**31) for _ in range(groups)]

@@ -105,6 +105,59 @@ def test_skipping_zero_advantages_still_trains_on_the_groups_that_differ(tmp_pat
     assert any(not torch.equal(before[n], after[n]) for n in before)
 
 
+def test_dynamic_sampling_replaces_uniform_groups_with_new_prompts(tmp_path):
+    pipeline = _pipeline(
+        tmp_path,
+        "algorithm.dynamic_sampling=true",
+        "algorithm.dynamic_sampling_max_rounds=3",
+        "algorithm.skip_zero_advantage=true",
+    )
+    wanted = pipeline.config.env.groups_per_step
+    calls: list[list[int]] = []
+    rollout = pipeline.manager.rollout
+
+    def recorded(seeds, group_ids):
+        calls.append(list(seeds))
+        return rollout(seeds, group_ids=group_ids)
+
+    pipeline.manager.rollout = recorded
+    metrics = pipeline.train_step()
+    rounds = int(metrics["train/dynamic_sampling_rounds"])
+    assert rounds >= 1 and len(calls) == 1 + rounds  # this seed's first round has a uniform group
+    generated = [s for seeds in calls for s in seeds]
+    assert len(set(generated)) == len(generated)  # each round brings new prompts
+    assert all(len(seeds) <= wanted for seeds in calls[1:])  # only the missing groups
+    informative = metrics["train/informative_groups"]
+    assert informative >= 1
+    if informative < wanted:  # every round was used, and every group counted once
+        assert rounds == 3
+        assert metrics["train/uniform_groups_dropped"] + informative == len(generated)
+    # the update trains only on groups that differ: no episode with zero advantage is left
+    assert metrics["train/kept_episodes"] == 1.0
+    assert metrics["train/zero_advantage_episodes"] == 0.0
+
+
+def test_dynamic_sampling_gives_up_after_its_rounds_when_every_group_is_uniform(tmp_path):
+    # one turn on the 2x2 lake never reaches the goal two moves away: every return is 0
+    pipeline = _pipeline(
+        tmp_path,
+        "env.max_turns=1",
+        "algorithm.dynamic_sampling=true",
+        "algorithm.dynamic_sampling_max_rounds=2",
+    )
+    wanted = pipeline.config.env.groups_per_step
+    metrics = pipeline.train_step()
+    assert metrics["train/dynamic_sampling_rounds"] == 2
+    assert metrics["train/informative_groups"] == 0
+    assert metrics["train/uniform_groups_dropped"] == 3 * wanted
+    assert metrics["train/kept_episodes"] == 1.0  # the first round's, as without resampling
+
+
+def test_dynamic_sampling_is_refused_where_it_does_not_run():
+    with pytest.raises(ValueError, match="algorithm.dynamic_sampling needs rollout.mode=local"):
+        load_config(None, [*BASE, "algorithm.dynamic_sampling=true", "rollout.mode=ray"])
+
+
 @pytest.mark.parametrize("mode", ["loss", "reward"])
 def test_kl_to_the_reference_starts_at_zero_and_grows(tmp_path, mode):
     pipeline = _pipeline(
