@@ -191,9 +191,15 @@ class TrainWorkerGroup:
                 ray.get(done[0])
             except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError) as error:
                 rank = refs.index(done[0])
+                died = isinstance(error, ray.exceptions.RayActorError)
+                if not died:
+                    # a collective fails on every survivor when a peer dies, often before Ray
+                    # reports the death: the dead peer is the cause to name
+                    dead = _dead_peer(refs, pending)
+                    if dead is not None:
+                        rank, died = dead, True
                 where = self._where(rank)
                 self.shutdown()
-                died = isinstance(error, ray.exceptions.RayActorError)
                 cause = "died" if died else f"failed ({_first_line(error)})"
                 self.failure = f"train worker {rank}{where} {cause} during {what}"
                 raise TrainWorkerError(
@@ -212,6 +218,21 @@ class TrainWorkerGroup:
         for actor in self.actors:
             ray.kill(actor, no_restart=True)
         self.actors = []
+
+
+def _dead_peer(refs: list, pending: list, grace_s: float = 5.0) -> int | None:
+    """The rank of a worker among ``pending`` whose actor died, waiting up to ``grace_s``."""
+    if not pending:
+        return None
+    done, _ = ray.wait(pending, num_returns=len(pending), timeout=grace_s)
+    for ref in done:
+        try:
+            ray.get(ref)
+        except ray.exceptions.RayActorError:
+            return refs.index(ref)
+        except ray.exceptions.RayTaskError:
+            continue
+    return None
 
 
 def _first_line(error: BaseException) -> str:
