@@ -42,6 +42,7 @@ from leaderboard.store import ResultStore
 from leaderboard.suites import Suite, SuiteEnv
 from rollenv.policies import RandomPolicy, oracle_for
 from rollenv.wrappers import SeedAsResetOption
+from trainer.generation.openai_client import parse_address
 
 __all__ = [
     "BASELINES",
@@ -87,12 +88,13 @@ def parse_model(text: str) -> ModelChoice:
     if text in BASELINES:
         return ModelChoice("baseline", text, text)
     if text.startswith("openai:"):
-        url, _, served = text.removeprefix("openai:").partition("#")
-        if not re.match(r"^https?://[^/]+", url) or not served:
+        address = parse_address(text)
+        if address is None:
             raise SuiteEvalError(
                 f"--model {text!r}: write an endpoint as openai:http://HOST:PORT/v1#MODEL_ID"
             )
-        return ModelChoice("openai", text, served, base_url=url.rstrip("/"), served_model=served)
+        url, served = address
+        return ModelChoice("openai", text, served, base_url=url, served_model=served)
     match = _CHECKPOINT.search(text.replace(os.sep, "/"))
     if match:
         return ModelChoice("local", text, f"{match['run']}@{match['step']}")

@@ -21,15 +21,32 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from trainer.generation.base import GenerationOutput, SamplingParams
 
-__all__ = ["OpenAIGenerator"]
+__all__ = ["OpenAIGenerator", "parse_address"]
 
 _TOKEN_ID_PREFIX = "token_id:"
+
+
+def parse_address(text: str) -> tuple[str, str] | None:
+    """``openai:http://HOST:PORT/v1#MODEL_ID`` as ``(api root, model id)``; ``None`` when
+    ``text`` is not written so.
+
+    Example:
+        >>> parse_address("openai:http://127.0.0.1:8000/v1/#judge")
+        ('http://127.0.0.1:8000/v1', 'judge')
+        >>> parse_address("openai:localhost") is None
+        True
+    """
+    url, _, served = text.removeprefix("openai:").partition("#")
+    if not text.startswith("openai:") or not re.match(r"^https?://[^/]+", url) or not served:
+        return None
+    return url.rstrip("/"), served
 
 
 class OpenAIGenerator:

@@ -31,7 +31,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from trainer.generation.base import Generator, SamplingParams
@@ -220,7 +220,7 @@ class _Stats:
     too_long: int = 0
     unscored: int = 0
     timeouts: int = 0
-    failures: list[str] = field(default_factory=list)
+    failures: int = 0
 
 
 class Judge:
@@ -344,7 +344,7 @@ class Judge:
                 continue
             if "error" in result:
                 why = f"the judge failed: {result['error']}"[:300]
-                self.stats.failures.append(why)
+                self.stats.failures += 1
                 continue
             decode = self.tokenizer.decode
             return [decode(o.token_ids, skip_special_tokens=True) for o in result["outputs"]], ""
@@ -370,12 +370,14 @@ def _key(request: JudgeRequest) -> tuple:
 
 
 def _openai_address(spec: str) -> tuple[str, str]:
-    url, _, served = spec.removeprefix("openai:").partition("#")
-    if not re.match(r"^https?://[^/]+", url) or not served:
+    from trainer.generation.openai_client import parse_address
+
+    address = parse_address(spec)
+    if address is None:
         raise ValueError(
             f"judge {spec!r}: write an endpoint as openai:http://HOST:PORT/v1#MODEL_ID"
         )
-    return url.rstrip("/"), served
+    return address
 
 
 def check_judge_spec(spec: str) -> None:

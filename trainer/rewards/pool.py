@@ -29,10 +29,9 @@ Example:
 from __future__ import annotations
 
 import threading
-import time
 from collections import deque
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["RewardPool", "ScoreRequest", "ScoreResult"]
@@ -149,7 +148,6 @@ class PoolStats:
     requests_scored: int = 0
     requests_unscored: int = 0
     peak_workers: int = 0
-    waits: list[float] = field(default_factory=list)
 
 
 class RewardPool:
@@ -325,7 +323,6 @@ class _Submission:
     def __init__(self, future: Future, ids: list[int], parts: int) -> None:
         self.future, self.ids, self.parts_left = future, ids, parts
         self.results: dict[int, ScoreResult] = {}
-        self.started = time.monotonic()
 
     def add_results(self, results: list[ScoreResult], stats: PoolStats) -> None:
         for result in results:
@@ -338,7 +335,6 @@ class _Submission:
                 stats.requests_scored += 1
         self.parts_left -= 1
         if self.parts_left == 0 and not self.future.done():
-            stats.waits.append(time.monotonic() - self.started)
             self.future.set_result([self.results[i] for i in self.ids])
 
     def fail(self, error: Exception) -> None:
