@@ -276,6 +276,23 @@ class SftConfig(_Section):
     checkpoint_minutes: float = Field(5.0, gt=0.0)
 
 
+class RewardsConfig(_Section):
+    """Reward workers (:class:`~trainer.rewards.pool.RewardPool`): with ``pool`` on, the env is
+    made with ``defer_reward=True`` and its answers are scored by Ray actors while the env
+    manager goes on generating; an answer the workers cannot score is left out of the update
+    and counted (``train/unscored_episodes``)."""
+
+    pool: bool = False
+    min_workers: int = Field(1, gt=0)
+    max_workers: int = Field(2, gt=0)
+    worker_cpus: float = Field(0.5, ge=0.0)
+    worker_gpus: float = Field(0.0, ge=0.0)
+    worker_resources: dict[str, float] = {}
+    judge: str | None = None  # a model name or openai:URL#MODEL
+    judge_timeout_s: float = Field(60.0, gt=0.0)
+    rule_deadline_s: float = Field(10.0, gt=0.0)
+
+
 class Config(_Section):
     """Everything a run needs; ``roll-agent train`` builds one from a preset and overrides."""
 
@@ -288,6 +305,7 @@ class Config(_Section):
     optim: OptimConfig = OptimConfig()
     train: TrainConfig = TrainConfig()
     sft: SftConfig = SftConfig()
+    rewards: RewardsConfig = RewardsConfig()
 
     @model_validator(mode="after")
     def _consistent(self) -> Config:
@@ -308,6 +326,13 @@ class Config(_Section):
                 "algorithm.dynamic_sampling needs rollout.mode=local (the Ray rollouts do not "
                 "replace uniform groups yet)"
             )
+        if self.rewards.pool and self.rollout.mode != "local":
+            raise ValueError(
+                "rewards.pool needs rollout.mode=local (the Ray env managers do not hand "
+                "episodes to reward workers yet)"
+            )
+        if self.rewards.min_workers > self.rewards.max_workers:
+            raise ValueError("rewards.min_workers is larger than rewards.max_workers")
         if self.rollout.mode == "local":
             ray_only = {"redundancy": 0, "async_generation_ratio": 0, "ray_address": None}
             for name, default in ray_only.items():

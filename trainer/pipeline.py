@@ -50,6 +50,7 @@ from trainer.stop_request import RunStopped, StopRequest
 from trainer.strategies.from_config import build_strategy, resolve_device
 
 if TYPE_CHECKING:
+    from trainer.rewards.pool import RewardPool
     from trainer.rollout.ray_rollouts import RayRollouts
 
 
@@ -57,15 +58,20 @@ RL = "RL"
 
 
 def rollout_metrics(trajectories: list[Trajectory], prefix: str) -> dict[str, float]:
-    """Success, validity, effectiveness, turns, reward and token counts of some episodes."""
+    """Success, validity, effectiveness, turns, reward and token counts of some episodes.
+
+    Success and return are over the scored episodes; ``unscored`` is the share the reward
+    workers could not score."""
+    scored = [t for t in trajectories if t.unscored is None] or trajectories
     turns = [turn for t in trajectories for turn in t.turns]
     n_turns = max(len(turns), 1)
     finish: dict[str, int] = {}
     for t in trajectories:
         finish[t.finish_reason] = finish.get(t.finish_reason, 0) + 1
     metrics = {
-        f"{prefix}/success": float(np.mean([t.success for t in trajectories])),
-        f"{prefix}/return": float(np.mean([t.episode_return for t in trajectories])),
+        f"{prefix}/success": float(np.mean([t.success for t in scored])),
+        f"{prefix}/return": float(np.mean([t.episode_return for t in scored])),
+        f"{prefix}/unscored": sum(t.unscored is not None for t in trajectories) / len(trajectories),
         f"{prefix}/turns": float(np.mean([len(t.turns) for t in trajectories])),
         f"{prefix}/valid_action_rate": sum(x.metrics["action_is_valid"] for x in turns) / n_turns,
         f"{prefix}/effective_action_rate": sum(x.metrics["action_is_effective"] for x in turns)
@@ -175,6 +181,9 @@ class Pipeline:
         random.seed(config.train.seed)
         np.random.seed(config.train.seed % 2**32)
 
+        self.reward_pool = None
+        if config.rewards.pool:  # before any model loads: a wrong env or judge fails at once
+            self.reward_pool = self._start_reward_pool()
         model_name = self._warm_started_model(resume) if config.sft.before_rl else config.model.name
         self._log(f"Loading model {model_name}...")
         device = resolve_device(config.train.device)
@@ -207,15 +216,44 @@ class Pipeline:
         else:
             self.generator = generator_for(config, generator_model, self.tokenizer, device)
             self.manager = EnvManager.from_config(
-                config, self.tokenizer, self.generator, config.env.group_size, self.sampling
+                config,
+                self.tokenizer,
+                self.generator,
+                config.env.group_size,
+                self.sampling,
+                reward_pool=self.reward_pool,
             )
             self.eval_manager = EnvManager.from_config(
-                config, self.tokenizer, self.generator, 1, self.eval_sampling
-            )
+                config, self.tokenizer, self.generator, 1, self.eval_sampling,
+                reward_pool=self.reward_pool,
+            )  # fmt: skip
         self.step = 0
         self.metrics = MetricsLogger(self.run_dir, config.train.loggers, config.model_dump())
         if resume:
             self._resume()
+
+    def _start_reward_pool(self) -> RewardPool:
+        """The reward workers ``config.rewards`` describes (Ray started here if it is not)."""
+        import ray
+
+        from trainer.rewards.pool import RewardPool
+        from trainer.rollout.env_manager import check_defers_rewards
+
+        settings = self.config.rewards
+        check_defers_rewards(self.config.env.id)
+        if not ray.is_initialized():
+            ray.init(include_dashboard=False, log_to_driver=False)
+        self._log(f"Starting {settings.min_workers} reward worker(s) on Ray...")
+        return RewardPool(
+            min_workers=settings.min_workers,
+            max_workers=settings.max_workers,
+            num_cpus=settings.worker_cpus,
+            num_gpus=settings.worker_gpus,
+            resources=settings.worker_resources,
+            rule_deadline_s=settings.rule_deadline_s,
+            judge=settings.judge,
+            judge_timeout_s=settings.judge_timeout_s,
+        )
 
     def _warm_started_model(self, resume: bool) -> str:
         """The model folder of the run's supervised warm start, made (or, on ``--resume``,
@@ -295,6 +333,18 @@ class Pipeline:
                     step, trajectories
                 )
         timings["time/rollout"] = time.perf_counter() - clock
+        # an episode the reward workers could not score has no return to learn from
+        unscored = [t for t in trajectories if t.unscored is not None]
+        trajectories = [t for t in trajectories if t.unscored is None]
+        if not trajectories:
+            self.step = step
+            reason = unscored[0].unscored
+            self._log(f"step {step}: every episode was unscored ({reason}); no update")
+            return {
+                **rollout_metrics(generated, "rollout"),
+                **timings,
+                "train/unscored_episodes": float(len(unscored)),
+            }
 
         clock = time.perf_counter()
         samples = samples_of(trajectories)
@@ -376,6 +426,7 @@ class Pipeline:
             **(self.rollouts.metrics() if self.rollouts is not None else {}),
             **filter_metrics,
             **sampling_metrics,
+            "train/unscored_episodes": float(len(unscored)),
             **update_metrics,
             **timings,
             "train/kept_episodes": float(keep.float().mean()),
@@ -411,6 +462,9 @@ class Pipeline:
             self.rollouts = None
         if hasattr(self.strategy, "close"):
             self.strategy.close()
+        if self.reward_pool is not None:
+            self.reward_pool.close()
+            self.reward_pool = None
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> dict[str, float]:

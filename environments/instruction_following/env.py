@@ -83,6 +83,9 @@ class InstructionFollowingEnv(TextEnv):
         format_penalty: reward of a reply without an answer.
         answer_format: overrides how the answer is read from a reply.
         render_mode: ``"ansi"`` or ``None``.
+        defer_reward: leave the scoring to reward workers: the answer's step earns 0 and
+            ``info["reward_request"]`` names :func:`score_reply` and its arguments (the
+            trainer's :mod:`~trainer.rollout.deferred_rewards`).
 
     ``reset(options={"task": ..., "topic": ..., "constraints": [...]})`` plays a given prompt.
     """
@@ -100,6 +103,7 @@ class InstructionFollowingEnv(TextEnv):
         format_penalty: float = -0.1,
         answer_format: AnswerFormat | dict[str, Any] | None = None,
         render_mode: str | None = None,
+        defer_reward: bool = False,
     ) -> None:
         super().__init__(
             answer_format=answer_format or AnswerFormat(separator=None),
@@ -121,6 +125,8 @@ class InstructionFollowingEnv(TextEnv):
         self.kept: list[bool] = []
         self.off_task: str | None = None
         self.solved = False
+        self.defer_reward = defer_reward
+        self.deferred: str | None = None  # the answer handed to reward workers
 
     # ------------------------------------------------------------------ TextEnv
     @property
@@ -148,16 +154,21 @@ class InstructionFollowingEnv(TextEnv):
             self.prompt = _given_prompt(options)
         else:
             self.prompt = generate_prompt(rng, self.kinds, self.constraint_range)
-        self.kept, self.off_task, self.solved = [], None, False
+        self.kept, self.off_task, self.solved, self.deferred = [], None, False, None
 
     def _observation(self) -> str:
         text = self._observation_without_verdict()
+        if self.deferred is not None:
+            return f"{text}\nSubmitted: it is scored after the episode."
         return f"{text}\n{self._verdict()}" if self.kept or self.off_task else text
 
     def _parse_action(self, text: str) -> str | None:
         return text or None
 
     def _apply(self, action: str) -> tuple[float, bool]:
+        if self.defer_reward:
+            self.deferred = action
+            return 0.0, True
         self.off_task = self.why_off_task(action)
         self.kept = [check(c, action) for c in self.prompt.constraints]
         if self.off_task:
@@ -173,6 +184,22 @@ class InstructionFollowingEnv(TextEnv):
 
     def _failed(self) -> bool:
         return not self.solved and self.actions_taken >= 1
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = super().step(action)
+        if self.deferred is not None:
+            info["reward_request"] = {
+                "kind": "rule",
+                "rule": "environments.instruction_following.env:score_reply",
+                "response": self.deferred,
+                "data": {
+                    "prompt": {**self._reset_info()},
+                    "all_or_nothing": self.all_or_nothing,
+                    "min_words": self.min_words,
+                },
+                "success_at": 1.0,
+            }
+        return obs, reward, terminated, truncated, info
 
     def _reset_info(self) -> dict[str, Any]:
         return {
@@ -241,6 +268,29 @@ class InstructionFollowingEnv(TextEnv):
         return f"Kept {sum(self.kept)} of {len(self.kept)} constraints (kept: {kept})."
 
 
+def score_reply(
+    answer: str, prompt: dict[str, Any], all_or_nothing: bool = False, min_words: int = 15
+) -> float:
+    """The reward :class:`InstructionFollowingEnv` gives the (non-empty) ``answer``, read out of
+    a reply, to ``prompt`` (its reset info: ``task``, ``topic``, ``constraints``): the rule a
+    reward worker runs for an env made with ``defer_reward=True``.
+
+    Example:
+        >>> prompt = {"task": "Write a note about the garden.", "topic": "garden",
+        ...           "constraints": [{"kind": "no_commas", "args": {}}]}
+        >>> score_reply("My garden woke early today. The roses opened and the bees came back "
+        ...             "to work.", prompt)
+        1.0
+    """
+    env = InstructionFollowingEnv(
+        all_or_nothing=all_or_nothing,
+        min_words=min_words,
+        answer_format=AnswerFormat(tag=None, separator=None),
+    )
+    env.reset(options=prompt)
+    return float(env.step(answer)[1])
+
+
 def _given_prompt(options: dict[str, Any]) -> Prompt:
     task, topic, constraints = options.get("task"), options.get("topic"), options["constraints"]
     if not isinstance(task, str) or not isinstance(topic, str) or not topic.strip():
@@ -255,4 +305,4 @@ def _given_prompt(options: dict[str, Any]) -> Prompt:
     return Prompt(task, topic, [dict(c) for c in constraints])
 
 
-__all__ = ["COPIED_RUN", "META_WORDS", "InstructionFollowingEnv"]
+__all__ = ["COPIED_RUN", "META_WORDS", "InstructionFollowingEnv", "score_reply"]

@@ -342,3 +342,46 @@ def test_warm_start_runs_once_and_rl_starts_from_it(tmp_path):
     again = _pipeline(tmp_path, *overrides)
     assert latest_checkpoint(tmp_path / "sft") == sft_checkpoint
     assert again.evaluate()["eval/success"] == 1.0
+
+
+def test_reward_workers_score_the_step_and_unscored_episodes_are_left_out(tmp_path):
+    ray = pytest.importorskip("ray")
+    pipeline = _pipeline(
+        tmp_path,
+        "env.id=InstructionFollowing-v0",
+        "env.kwargs={answer_format: {tag: null, separator: null}}",
+        "env.constrain_to_actions=false",
+        "env.max_turns=1",
+        "sampling.max_new_tokens=8",
+        "rewards.pool=true",
+        "rewards.min_workers=1",
+        "rewards.max_workers=1",
+    )
+    try:
+        assert pipeline.manager.env_kwargs["defer_reward"] is True
+        rollout = pipeline.manager.rollout
+
+        def one_left_unscored(seeds, group_ids):
+            trajectories = rollout(seeds, group_ids=group_ids)
+            assert all(t.reward_request is not None and t.unscored is None for t in trajectories)
+            trajectories[0].unscored = "the judge timed out"
+            return trajectories
+
+        pipeline.manager.rollout = one_left_unscored
+        trained_rows = []
+        train_step = pipeline.strategy.train_step
+        pipeline.strategy.train_step = lambda batch: (
+            trained_rows.append(len(batch)) or train_step(batch)
+        )
+        metrics = pipeline.train_step()
+        assert metrics["train/unscored_episodes"] == 1.0
+        assert metrics["rollout/unscored"] == pytest.approx(1 / 8)
+        assert sum(trained_rows) == 7  # one sample an episode, the unscored one left out
+    finally:
+        pipeline.close()
+        ray.shutdown()
+
+
+def test_reward_workers_refuse_an_env_that_scores_inside_step(tmp_path):
+    with pytest.raises(ValueError, match="FrozenLake-v0 scores its rewards inside step"):
+        _pipeline(tmp_path, "rewards.pool=true")

@@ -59,6 +59,16 @@ class ScoreRequest:
         return cls(id, "rule", {"rule": rule, "response": response, "data": data})
 
     @classmethod
+    def from_env(cls, id: int, request: dict[str, Any]) -> ScoreRequest:
+        """The request an env put in ``info["reward_request"]`` (see
+        :mod:`trainer.rollout.deferred_rewards`); ``success_at`` stays with the caller."""
+        kind = request.get("kind")
+        if kind not in ("rule", "judge"):
+            raise ValueError(f"a reward request's kind is 'rule' or 'judge', got {kind!r}")
+        payload = {k: v for k, v in request.items() if k not in ("kind", "success_at")}
+        return cls(id, kind, payload)
+
+    @classmethod
     def judged(
         cls, id: int, question: str, response: str, *, reference: str | None = None,
         rubric: list[dict[str, Any]] | None = None,
@@ -156,7 +166,8 @@ class RewardPool:
     Args:
         min_workers, max_workers: the pool's size range.
         grow_after: add a worker when more than this many batches wait per worker.
-        batch_size: requests per batch handed to a worker.
+        batch_size: judge requests per batch handed to a worker (rule requests go one at a
+            time: a worker scores them one after another, so a batch would serialise them).
         num_cpus, num_gpus, resources: each worker's Ray resources.
         rule_deadline_s: the most seconds one rule call may take.
         judge: the judge (a model name or ``openai:URL#NAME``), or ``None`` for none.
@@ -229,9 +240,7 @@ class RewardPool:
         with self._lock:
             if self._closed:
                 raise RuntimeError("the reward pool is closed")
-            parts = [
-                requests[i : i + self.batch_size] for i in range(0, len(requests), self.batch_size)
-            ]
+            parts = _batches(requests, self.batch_size)
             submission = _Submission(future, ids, len(parts))
             for part in parts:
                 self._queue.append(_Batch(part, submission))
@@ -315,6 +324,14 @@ class RewardPool:
         for batch in [*self._queue, *(b for _, b in self._running.values())]:
             batch.submission.fail(error)
         self._queue.clear()
+
+
+def _batches(requests: list[ScoreRequest], batch_size: int) -> list[list[ScoreRequest]]:
+    """Judge requests go ``batch_size`` at a time (one batched generation); rule requests one at
+    a time, so that slow verifiers spread over the workers instead of queueing in one."""
+    judged = [r for r in requests if r.kind == "judge"]
+    parts = [judged[i : i + batch_size] for i in range(0, len(judged), batch_size)]
+    return parts + [[r] for r in requests if r.kind != "judge"]
 
 
 class _Submission:

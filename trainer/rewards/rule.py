@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-__all__ = ["RuleScorer", "ScoreOutcome", "resolve_rule"]
+__all__ = ["RuleScorer", "ScoreOutcome", "resolve_rule", "slowed"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,20 @@ def resolve_rule(name: str) -> Any:
     if not callable(function):
         raise ValueError(f"rule {name!r} is not a function")
     return function
+
+
+def slowed(response: str, rule: str, delay_s: float, **data: Any) -> float:
+    """``rule(response, **data)`` after ``delay_s`` seconds of sleep: a slow verifier (a sandbox,
+    a judge) for benchmarks and tests, with the real rule's score.
+
+    Example:
+        >>> slowed("0.5", "environments.math.verify:is_correct", 0.01, reference="1/2")
+        1.0
+    """
+    import time
+
+    time.sleep(delay_s)
+    return float(resolve_rule(rule)(response, **data))
 
 
 def _die_with_parent() -> None:

@@ -46,12 +46,14 @@ from rollenv.policies import Policy
 from rollenv.wrappers import ChatHistory
 from trainer.generation.base import GenerationOutput, Generator, SamplingParams
 from trainer.rollout.chat_tokens import ChatTokens
+from trainer.rollout.deferred_rewards import DeferredRewards
 from trainer.rollout.trajectory import Sample, Trajectory, Turn
 
 if TYPE_CHECKING:  # a PortableTokenizer does as well, and keeps torch out of env actors
     from transformers import PreTrainedTokenizerBase
 
     from trainer.config import Config
+    from trainer.rewards.pool import RewardPool
 
 ContextMode = Literal["full", "window"]
 Schedule = Literal["lockstep", "continuous"]
@@ -93,6 +95,10 @@ class EnvManager:
         schedule: ``"lockstep"`` or ``"continuous"`` (see the module docstring).
         episodes_in_flight: with ``"continuous"``, the most episodes played at once (whole
             groups; default: the generator's ``max_batch_size``); the others start as those end.
+        reward_pool: reward workers that score the envs' answers (the envs are made with
+            ``defer_reward=True``; see :mod:`trainer.rollout.deferred_rewards`). An episode's
+            request goes to the pool when it ends, and the manager generates on meanwhile;
+            :meth:`rollout` returns once every reward is in.
     """
 
     def __init__(
@@ -112,6 +118,7 @@ class EnvManager:
         step_threads: int = 1,
         schedule: Schedule = "lockstep",
         episodes_in_flight: int | None = None,
+        reward_pool: RewardPool | None = None,
     ):
         if context not in ("full", "window"):
             raise ValueError(f"context must be 'full' or 'window', got {context!r}")
@@ -124,6 +131,10 @@ class EnvManager:
             )
         self.env_id = rollenv.spec(env_id).id
         self.env_kwargs = dict(env_kwargs or {})
+        self.reward_pool = reward_pool
+        if reward_pool is not None:
+            check_defers_rewards(self.env_id)
+            self.env_kwargs["defer_reward"] = True
         self.tokenizer = tokenizer
         self.generator = generator
         self.group_size = group_size
@@ -148,6 +159,7 @@ class EnvManager:
         generator: Generator | None,
         group_size: int,
         sampling: SamplingParams | None = None,
+        reward_pool: RewardPool | None = None,
     ) -> EnvManager:
         """The env manager ``config.env`` describes, playing ``group_size`` episodes a seed
         (``generator`` ``None``: a policy given to ``rollout`` writes every reply)."""
@@ -163,6 +175,7 @@ class EnvManager:
             window=env.window,
             max_context_tokens=env.max_context_tokens,
             sampling=sampling,
+            reward_pool=reward_pool,
         )
 
     def make_env(self) -> gym.Env:
@@ -214,6 +227,7 @@ class EnvManager:
             for i, env in enumerate(envs)
         ]
         policies = None if policy is None else {id(e): policy(e.env) for e in episodes}
+        deferred = DeferredRewards(self.reward_pool) if self.reward_pool is not None else None
 
         # a batch-level system steps every env at once and waits for the slowest
         pool = ThreadPoolExecutor(self.step_threads) if self.step_threads > 1 else None
@@ -233,9 +247,13 @@ class EnvManager:
                     outputs = [self._policy_reply(policies[id(e)], e) for e in running]
                 steps = [(e, turn, p, o) for e, p, o in zip(running, prompts, outputs, strict=True)]
                 list((pool.map if pool else map)(lambda args: self._record(*args), steps))
+                if deferred is not None:  # scored while the next turns generate
+                    deferred.submit([(id(e), e.trajectory) for e in running if e.done])
         finally:
             if pool is not None:
                 pool.shutdown()
+        if deferred is not None:
+            deferred.finish_all()
         for episode in episodes:
             if not episode.done:
                 self._finish(episode, "max_turns")
@@ -261,6 +279,11 @@ class EnvManager:
         waiting = deque(enumerate(zip(seeds, group_ids, strict=True)))
         results: list[Trajectory | None] = [None] * (len(seeds) * self.group_size)
         playing: dict[int, tuple[_Episode, int, list[int]]] = {}  # key -> episode, turn, prompt
+        deferred = DeferredRewards(self.reward_pool) if self.reward_pool is not None else None
+
+        def ended(key: int) -> None:
+            if on_trajectory is not None:
+                on_trajectory(results[key])  # type: ignore[arg-type]
 
         def start_groups() -> None:
             keys, prompts = [], []
@@ -291,8 +314,10 @@ class EnvManager:
                 del playing[key]
                 results[key] = episode.trajectory
                 free.append(episode.env)
-                if on_trajectory is not None:
-                    on_trajectory(episode.trajectory)
+                if deferred is not None and episode.trajectory.reward_request is not None:
+                    deferred.submit([(key, episode.trajectory)])  # ended once scored
+                else:
+                    ended(key)
                 return
             prompt = self._prompt(episode)
             playing[key] = (episode, turn + 1, prompt)
@@ -308,6 +333,10 @@ class EnvManager:
                 for key, _ in finished:
                     advance(key)
                 start_groups()
+                for key in deferred.finished() if deferred is not None else ():
+                    ended(key)
+            for key in deferred.finish_all() if deferred is not None else ():
+                ended(key)
         finally:
             if pool is not None:
                 pool.shutdown()
@@ -410,6 +439,8 @@ class EnvManager:
             )
         )
         episode.messages, episode.anchor = info["messages"], info["anchor"]
+        if info.get("reward_request") is not None:
+            episode.trajectory.reward_request = dict(info["reward_request"])
         n = len(output.token_ids)
         if self.context == "window":
             episode.trajectory.samples.append(
@@ -446,3 +477,18 @@ class EnvManager:
             episode.trajectory.samples = [
                 Sample(episode.tokens, episode.loss_mask, episode.logprobs, episode.turn_of_token)
             ]
+
+
+def check_defers_rewards(env_id: str) -> None:
+    """Raises ``ValueError`` (one line) unless ``env_id``'s env takes ``defer_reward``."""
+    import inspect
+
+    entry_point = rollenv.spec(env_id).entry_point
+    if isinstance(entry_point, str):
+        module, _, name = entry_point.partition(":")
+        entry_point = getattr(__import__(module, fromlist=[name]), name)
+    if "defer_reward" not in inspect.signature(entry_point).parameters:
+        raise ValueError(
+            f"{env_id} scores its rewards inside step; reward workers need an env that takes "
+            "defer_reward=True (InstructionFollowing-v0, JudgedAnswer-v0)"
+        )

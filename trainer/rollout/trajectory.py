@@ -69,6 +69,10 @@ class Trajectory:
         instruction: the env's rules at reset (``info["instruction"]``).
         first_observation: the observation at reset (with each turn's ``observation``, the
             episode's transcript).
+        reward_request: what the env asked reward workers to score (``info["reward_request"]``
+            of its last step, plain data), or ``None`` when it scored every step itself.
+        unscored: why the reward workers could not score it (a judge that failed, a verifier
+            past its deadline), or ``None``. An unscored episode is left out of the update.
     """
 
     env_id: str
@@ -81,6 +85,8 @@ class Trajectory:
     generator_replica: int | None = None
     instruction: str = ""
     first_observation: str = ""
+    reward_request: dict[str, Any] | None = None
+    unscored: str | None = None
 
     @property
     def episode_return(self) -> float:

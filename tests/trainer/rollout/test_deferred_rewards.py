@@ -1,0 +1,113 @@
+"""The env manager with reward workers on a real Ray cluster: answers scored by the pool give
+the rewards the env gives inline, both schedules; a verifier past its deadline leaves its
+episode unscored (not 0); an env that scores inside step is refused in one line."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from environments.instruction_following.env import score_reply  # noqa: E402
+from rollenv.policies import oracle_for  # noqa: E402
+from trainer.generation import ContinuousGenerator, SamplingParams  # noqa: E402
+from trainer.models import load_model  # noqa: E402
+from trainer.rewards.pool import RewardPool  # noqa: E402
+from trainer.rollout.env_manager import EnvManager  # noqa: E402
+
+ENV = "InstructionFollowing-v0"
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def pool(cluster):
+    pool = RewardPool(min_workers=2, max_workers=2, num_cpus=0.5, rule_deadline_s=5.0)
+    yield pool
+    pool.close()
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return load_model("tiny-random", seed=0)
+
+
+class SlowRequests(gym.Wrapper):
+    """Sends the env's reward request through ``trainer.rewards.rule:slowed``."""
+
+    def __init__(self, env: gym.Env, delay_s: float):
+        super().__init__(env)
+        self.delay_s = delay_s
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        request = info.get("reward_request")
+        if request is not None:
+            data = {"rule": request["rule"], "delay_s": self.delay_s, **request["data"]}
+            info["reward_request"] = {
+                **request, "rule": "trainer.rewards.rule:slowed", "data": data,
+            }  # fmt: skip
+        return obs, reward, terminated, truncated, info
+
+
+def test_the_oracle_scored_by_the_pool_earns_what_it_earns_inline(tiny, pool):
+    _, tokenizer = tiny
+    seeds = [0, 1, 2]
+    inline = EnvManager(ENV, tokenizer, None, group_size=2, max_turns=1)
+    deferred = EnvManager(ENV, tokenizer, None, group_size=2, max_turns=1, reward_pool=pool)
+    expected = inline.rollout(seeds, policy=oracle_for)
+    ended = []
+    got = deferred.rollout(seeds, policy=oracle_for, on_trajectory=ended.append)
+    assert [t.episode_return for t in got] == [t.episode_return for t in expected]
+    assert all(t.episode_return == 1.0 and t.success for t in got)
+    assert all(t.reward_request is not None and t.unscored is None for t in got)
+    assert all(t.reward_request is None for t in expected)
+    assert ended == got  # handed on once scored
+
+
+def test_model_replies_scored_by_the_pool_while_the_stream_runs(tiny, pool):
+    model, tokenizer = tiny
+    generator = ContinuousGenerator(model, tokenizer, max_batch_size=4)
+    sampling = SamplingParams(max_new_tokens=24, stop_token_ids=(tokenizer.eos_token_id,), seed=3)
+    whole_reply = {"answer_format": {"tag": None, "separator": None}}  # every reply answers
+    manager = EnvManager(
+        ENV, tokenizer, generator, env_kwargs=whole_reply, group_size=2, max_turns=1,
+        sampling=sampling, schedule="continuous", episodes_in_flight=2, reward_pool=pool,
+    )  # fmt: skip
+    ended = []
+    trajectories = manager.rollout([4, 5, 6], on_trajectory=ended.append)
+    assert len(trajectories) == len(ended) == 6
+    assert sorted(map(id, ended)) == sorted(map(id, trajectories))
+    for t in trajectories:
+        request = t.reward_request
+        assert request is not None and t.unscored is None
+        expected = score_reply(request["response"], **request["data"])
+        assert t.episode_return == pytest.approx(expected)
+
+
+def test_a_verifier_past_its_deadline_leaves_the_episode_unscored(tiny, cluster):
+    _, tokenizer = tiny
+    pool = RewardPool(min_workers=1, max_workers=1, num_cpus=0.5, rule_deadline_s=1.0)
+    try:
+        manager = EnvManager(
+            ENV, tokenizer, None, group_size=1, max_turns=1, reward_pool=pool,
+            wrap=lambda env: SlowRequests(env, delay_s=30.0),
+        )  # fmt: skip
+        (trajectory,) = manager.rollout([0], policy=oracle_for)
+        assert trajectory.unscored is not None and "within 1 s" in trajectory.unscored
+        assert trajectory.episode_return == 0.0 and not trajectory.success
+    finally:
+        pool.close()
+
+
+def test_an_env_that_scores_inside_step_is_refused_in_one_line(tiny, pool):
+    _, tokenizer = tiny
+    with pytest.raises(ValueError, match="scores its rewards inside step") as error:
+        EnvManager("Sokoban-v0", tokenizer, None, reward_pool=pool)
+    assert "\n" not in str(error.value)
