@@ -24,12 +24,14 @@ from collections.abc import Hashable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from typing import TYPE_CHECKING, Any
 
+import gymnasium as gym
+
 from trainer.rollout.trajectory import Trajectory
 
 if TYPE_CHECKING:
     from trainer.rewards.pool import RewardPool, ScoreResult
 
-__all__ = ["DeferredRewards", "apply_score"]
+__all__ = ["DeferredRewards", "SlowScoring", "apply_score"]
 
 
 def apply_score(trajectory: Trajectory, result: ScoreResult) -> None:
@@ -104,6 +106,35 @@ class DeferredRewards:
         while self._waiting:
             keys += self.finished(block=True)
         return keys
+
+
+class SlowScoring(gym.Wrapper):
+    """Makes scoring an answer take ``delay_s`` longer, wherever it is scored: a slow verifier
+    (a sandbox, a judge on another device) for benchmarks and tests.
+
+    Inline, the step that scores a valid answer and ends the episode sleeps ``delay_s``; with
+    ``defer_reward=True``, the step's ``reward_request`` is sent through
+    :func:`trainer.rewards.rule.slowed`, which sleeps in the reward worker and returns the real
+    rule's score.
+    """
+
+    def __init__(self, env: gym.Env, delay_s: float) -> None:
+        super().__init__(env)
+        self.delay_s = delay_s
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        import time
+
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        request = info.get("reward_request")
+        if request is not None and request.get("kind") == "rule":
+            data = {"rule": request["rule"], "delay_s": self.delay_s, **request["data"]}
+            info["reward_request"] = {
+                **request, "rule": "trainer.rewards.rule:slowed", "data": data,
+            }  # fmt: skip
+        elif terminated and info["metrics"]["action_is_valid"]:
+            time.sleep(self.delay_s)
+        return obs, reward, terminated, truncated, info
 
 
 def _results(future: Future, count: int) -> list[Any]:

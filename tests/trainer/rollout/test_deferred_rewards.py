@@ -4,7 +4,6 @@ episode unscored (not 0); an env that scores inside step is refused in one line.
 
 from __future__ import annotations
 
-import gymnasium as gym
 import pytest
 
 ray = pytest.importorskip("ray")
@@ -14,6 +13,7 @@ from rollenv.policies import oracle_for  # noqa: E402
 from trainer.generation import ContinuousGenerator, SamplingParams  # noqa: E402
 from trainer.models import load_model  # noqa: E402
 from trainer.rewards.pool import RewardPool  # noqa: E402
+from trainer.rollout.deferred_rewards import SlowScoring  # noqa: E402
 from trainer.rollout.env_manager import EnvManager  # noqa: E402
 
 ENV = "InstructionFollowing-v0"
@@ -36,24 +36,6 @@ def pool(cluster):
 @pytest.fixture(scope="module")
 def tiny():
     return load_model("tiny-random", seed=0)
-
-
-class SlowRequests(gym.Wrapper):
-    """Sends the env's reward request through ``trainer.rewards.rule:slowed``."""
-
-    def __init__(self, env: gym.Env, delay_s: float):
-        super().__init__(env)
-        self.delay_s = delay_s
-
-    def step(self, action):
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        request = info.get("reward_request")
-        if request is not None:
-            data = {"rule": request["rule"], "delay_s": self.delay_s, **request["data"]}
-            info["reward_request"] = {
-                **request, "rule": "trainer.rewards.rule:slowed", "data": data,
-            }  # fmt: skip
-        return obs, reward, terminated, truncated, info
 
 
 def test_the_oracle_scored_by_the_pool_earns_what_it_earns_inline(tiny, pool):
@@ -97,7 +79,7 @@ def test_a_verifier_past_its_deadline_leaves_the_episode_unscored(tiny, cluster)
     try:
         manager = EnvManager(
             ENV, tokenizer, None, group_size=1, max_turns=1, reward_pool=pool,
-            wrap=lambda env: SlowRequests(env, delay_s=30.0),
+            wrap=lambda env: SlowScoring(env, delay_s=30.0),
         )  # fmt: skip
         (trajectory,) = manager.rollout([0], policy=oracle_for)
         assert trajectory.unscored is not None and "within 1 s" in trajectory.unscored
@@ -111,3 +93,36 @@ def test_an_env_that_scores_inside_step_is_refused_in_one_line(tiny, pool):
     with pytest.raises(ValueError, match="scores its rewards inside step") as error:
         EnvManager("Sokoban-v0", tokenizer, None, reward_pool=pool)
     assert "\n" not in str(error.value)
+
+
+class _InOtherWords:
+    """Answers JudgedAnswer's question with the reference inside a sentence: the rule rejects
+    it, so only a judge can score it."""
+
+    def __init__(self, env):
+        self.env = env.unwrapped
+
+    def act(self, observation, info):
+        return f"<answer>It would be {self.env.current.reference}, I think</answer>"
+
+
+def test_a_judged_answer_the_judge_cannot_parse_is_unscored_and_the_rule_needs_no_judge(
+    tiny, cluster
+):
+    pytest.importorskip("reasoning_gym")
+    _, tokenizer = tiny
+    # the tiny random model as the judge: its verdicts never parse
+    pool = RewardPool(min_workers=1, max_workers=1, num_cpus=0.5, judge="tiny-random")
+    try:
+        manager = EnvManager(
+            "JudgedAnswer-v0", tokenizer, None, group_size=2, max_turns=1, reward_pool=pool
+        )
+        by_rule = manager.rollout([0, 1], policy=oracle_for)
+        assert all(t.episode_return == 1.0 and t.reward_request is None for t in by_rule)
+        judged = manager.rollout([0, 1], policy=_InOtherWords)
+        for t in judged:
+            assert t.reward_request is not None and t.reward_request["kind"] == "judge"
+            assert t.unscored is not None and "parse" in t.unscored
+            assert t.episode_return == 0.0
+    finally:
+        pool.close()
