@@ -122,6 +122,9 @@ class MixtureEnv(TextEnv):
         mix: ``{env_id: ratio}`` or ``{env_id: {"ratio": r, "kwargs": {...}}}``; see
             :func:`parse_mix`. ``None`` is ``DEFAULT_MIX``.
         render_mode: ``"ansi"`` or ``None``, passed to every member.
+        defer_reward: passed on to the members that take it (their answers are then scored
+            by the trainer's reward workers, from ``info["reward_request"]``); the others score
+            inside ``step`` as usual.
 
     Raises:
         ValueError: a bad mix (see :func:`parse_mix`) or render mode.
@@ -135,6 +138,7 @@ class MixtureEnv(TextEnv):
         mix: Mapping[str, float | Mapping[str, Any]] | None = None,
         *,
         render_mode: str | None = None,
+        defer_reward: bool = False,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
@@ -143,6 +147,7 @@ class MixtureEnv(TextEnv):
             )
         self.render_mode = render_mode
         self.members = parse_mix(DEFAULT_MIX if mix is None else mix)
+        self.defer_reward = defer_reward
         self._cumulative = np.cumsum([m.probability for m in self.members])
         self.observation_space = _SHARED_TEXT_SPACE
         self.action_space = _SHARED_TEXT_SPACE
@@ -168,6 +173,8 @@ class MixtureEnv(TextEnv):
             kwargs = dict(member.kwargs)
             if self.render_mode is not None:
                 kwargs.setdefault("render_mode", self.render_mode)
+            if self.defer_reward and spec(member.env_id).takes("defer_reward"):
+                kwargs["defer_reward"] = True
             self._envs[index] = make(member.env_id, **kwargs)
         return self._envs[index]
 

@@ -107,6 +107,25 @@ class EnvSpec:
     def version(self) -> int | None:
         return parse_env_id(self.id)[2]
 
+    def takes(self, keyword: str) -> bool:
+        """Whether the env's constructor takes ``keyword`` (imports its module).
+
+        Example:
+            >>> import rollenv
+            >>> rollenv.spec("InstructionFollowing-v0").takes("defer_reward")
+            True
+            >>> rollenv.spec("Sokoban-v0").takes("defer_reward")
+            False
+        """
+        import importlib
+        import inspect
+
+        entry_point = self.entry_point
+        if isinstance(entry_point, str):
+            module, _, name = entry_point.partition(":")
+            entry_point = getattr(importlib.import_module(module), name)
+        return keyword in inspect.signature(entry_point).parameters
+
     @property
     def gymnasium_id(self) -> str:
         """The id under which Gymnasium knows this env (``rollenv/Sokoban-v0``)."""

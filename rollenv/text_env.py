@@ -234,7 +234,22 @@ class TextEnv(gym.Env[str, str]):
             },
             "anchor": self._anchor(),
         }
+        request, self._reward_request = getattr(self, "_reward_request", None), None
+        if request is not None:
+            info["reward_request"] = request
         return obs, reward, terminated, truncated, info
+
+    def defer_scoring(self, request: dict[str, Any]) -> None:
+        """Hands the current answer's scoring to reward workers: called from ``_apply`` (which
+        then returns the answer's inline reward, usually 0) by an env made with
+        ``defer_reward=True``; this step's ``info["reward_request"]`` is ``request``.
+
+        ``request`` is plain data: ``{"kind": "rule", "rule": "module:function", "response":
+        answer, "data": {...}}`` (a reward worker calls ``function(answer, **data)``) or
+        ``{"kind": "judge", "question": ..., "response": answer, "reference": ...}``, with an
+        optional ``success_at`` (the score that counts as success; 1 by default).
+        """
+        self._reward_request = dict(request)
 
     def render(self) -> str:
         """Returns the current observation text (Gymnasium's ``ansi`` mode)."""

@@ -259,6 +259,8 @@ class TrainConfig(_Section):
     seed: int = 0
     output_dir: str = "runs/latest"
     eval_every: int = Field(0, ge=0)
+    eval_before: bool = False  # evaluate the starting policy as step 0 (verl: val_before_train)
+    max_minutes: float | None = Field(None, gt=0.0)  # stop RL after this long: evaluate and save
     eval_groups: int = Field(16, gt=0)
     checkpoint_every: int = Field(10, ge=0)
     loggers: list[Literal["tensorboard", "jsonl", "wandb", "swanlab"]] = ["tensorboard", "jsonl"]
@@ -283,12 +285,15 @@ class RewardsConfig(_Section):
     and counted (``train/unscored_episodes``)."""
 
     pool: bool = False
-    min_workers: int = Field(1, gt=0)
+    min_workers: int = Field(1, gt=0)  # rule workers (verifiers), grown when requests wait
     max_workers: int = Field(2, gt=0)
     worker_cpus: float = Field(0.5, ge=0.0)
     worker_gpus: float = Field(0.0, ge=0.0)
     worker_resources: dict[str, float] = {}
     judge: str | None = None  # a model name or openai:URL#MODEL
+    judge_workers: int = Field(1, gt=0)  # each holds the judge model
+    judge_worker_cpus: float = Field(1.0, ge=0.0)
+    judge_worker_gpus: float = Field(0.0, ge=0.0)
     judge_timeout_s: float = Field(60.0, gt=0.0)
     rule_deadline_s: float = Field(10.0, gt=0.0)
 

@@ -252,6 +252,9 @@ class Pipeline:
             resources=settings.worker_resources,
             rule_deadline_s=settings.rule_deadline_s,
             judge=settings.judge,
+            judge_workers=settings.judge_workers,
+            judge_num_cpus=settings.judge_worker_cpus,
+            judge_num_gpus=settings.judge_worker_gpus,
             judge_timeout_s=settings.judge_timeout_s,
         )
 
@@ -477,25 +480,29 @@ class Pipeline:
             self.close()
             return last
         self.view.begin(RL, done=self.step)
+        run_started = time.perf_counter()
         try:
             with self.stop.installed():
+                if config.eval_before and self.step == 0:
+                    self.metrics.log(0, self._evaluate_and_record())
                 while self.step < config.steps:
                     started = time.perf_counter()
                     last = self.train_step()
-                    if config.eval_every and self.step % config.eval_every == 0:
-                        evaluation = self.evaluate()
-                        last.update(evaluation)
-                        self.evaluations.append((self.step, last["eval/success"]))
-                        if self.on_evaluation is not None:
-                            self.on_evaluation(self.step, evaluation)
+                    minutes = (time.perf_counter() - run_started) / 60
+                    out_of_time = config.max_minutes is not None and minutes >= config.max_minutes
+                    if config.eval_every and (self.step % config.eval_every == 0 or out_of_time):
+                        last.update(self._evaluate_and_record())
                     last["time/step"] = time.perf_counter() - started
                     self.metrics.log(self.step, last)
                     skipped = None if "loss" in last else _skipped_text(last)
                     self.view.step(self.step, last, skipped=skipped)
                     due = config.checkpoint_every and self.step % config.checkpoint_every == 0
-                    if due or self.stop.requested or self.step == config.steps:
+                    if due or self.stop.requested or self.step == config.steps or out_of_time:
                         path = self.save()
                         self._log(f"Saved {path}")
+                    if out_of_time:
+                        self._log(f"Stopped at step {self.step}: train.max_minutes has passed.")
+                        break
                     if self.stop.requested:
                         self.stopped_early = True
                         self._log(f"Stopped at step {self.step}; continue with --resume.")
@@ -504,6 +511,13 @@ class Pipeline:
             self.metrics.close()
             self.close()
         return last
+
+    def _evaluate_and_record(self) -> dict[str, float]:
+        evaluation = self.evaluate()
+        self.evaluations.append((self.step, evaluation["eval/success"]))
+        if self.on_evaluation is not None:
+            self.on_evaluation(self.step, evaluation)
+        return evaluation
 
     # ------------------------------------------------------------------ checkpoints
     def save(self) -> Path:

@@ -168,6 +168,18 @@ class InstructionFollowingEnv(TextEnv):
     def _apply(self, action: str) -> tuple[float, bool]:
         if self.defer_reward:
             self.deferred = action
+            self.defer_scoring(
+                {
+                    "kind": "rule",
+                    "rule": "environments.instruction_following.env:score_reply",
+                    "response": action,
+                    "data": {
+                        "prompt": self._reset_info(),
+                        "all_or_nothing": self.all_or_nothing,
+                        "min_words": self.min_words,
+                    },
+                }
+            )
             return 0.0, True
         self.off_task = self.why_off_task(action)
         self.kept = [check(c, action) for c in self.prompt.constraints]
@@ -184,22 +196,6 @@ class InstructionFollowingEnv(TextEnv):
 
     def _failed(self) -> bool:
         return not self.solved and self.actions_taken >= 1
-
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        obs, reward, terminated, truncated, info = super().step(action)
-        if self.deferred is not None:
-            info["reward_request"] = {
-                "kind": "rule",
-                "rule": "environments.instruction_following.env:score_reply",
-                "response": self.deferred,
-                "data": {
-                    "prompt": {**self._reset_info()},
-                    "all_or_nothing": self.all_or_nothing,
-                    "min_words": self.min_words,
-                },
-                "success_at": 1.0,
-            }
-        return obs, reward, terminated, truncated, info
 
     def _reset_info(self) -> dict[str, Any]:
         return {

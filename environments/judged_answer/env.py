@@ -104,7 +104,6 @@ class JudgedAnswerEnv(TextEnv):
         self.defer_reward = defer_reward
         self.current = Question("", "", "", {})
         self.verdict: str | None = None
-        self.judge_request: dict[str, Any] | None = None
         self.solved = False
 
     @property
@@ -132,7 +131,7 @@ class JudgedAnswerEnv(TextEnv):
         else:
             source = rng.choice(self.sources)
             self.current = make_question(source, rng.randrange(1 << 31))
-        self.verdict, self.judge_request, self.solved = None, None, False
+        self.verdict, self.solved = None, False
 
     def _observation(self) -> str:
         text = f"Question: {self.current.question}"
@@ -151,13 +150,14 @@ class JudgedAnswerEnv(TextEnv):
             return 1.0, True
         if self.defer_reward:
             self.verdict = "Submitted: a judge scores it after the episode."
-            self.judge_request = {
-                "kind": "judge",
-                "question": self.current.question,
-                "response": answer,
-                "reference": self.current.reference,
-                "success_at": 1.0,
-            }
+            self.defer_scoring(
+                {
+                    "kind": "judge",
+                    "question": self.current.question,
+                    "response": answer,
+                    "reference": self.current.reference,
+                }
+            )
         else:
             self.verdict = "Not the reference answer."
         return 0.0, True
@@ -170,12 +170,6 @@ class JudgedAnswerEnv(TextEnv):
 
     def _reset_info(self) -> dict[str, Any]:
         return {"question": self.current.question, "source": self.current.source}
-
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        obs, reward, terminated, truncated, info = super().step(action)
-        if self.judge_request is not None:
-            info["reward_request"], self.judge_request = self.judge_request, None
-        return obs, reward, terminated, truncated, info
 
     def why_refused(self, answer: str) -> str | None:
         """Why ``answer`` scores 0 before any verifier sees it, or ``None``.

@@ -61,6 +61,10 @@ class MathEnv(TextEnv):
         backend: sandbox backend (``None``: bwrap on Linux).
         format_penalty: reward of a reply with neither an answer nor code.
         render_mode: ``"ansi"`` or ``None``.
+        defer_reward: leave checking the answer to reward workers: the answer's step earns 0
+            and ``info["reward_request"]`` names :func:`~environments.math.verify.is_correct`
+            and its arguments (math-verify, run there with a deadline that holds off the main
+            thread).
 
     ``reset(options={"problem": MathProblem(...)})`` plays a given problem.
     """
@@ -81,6 +85,7 @@ class MathEnv(TextEnv):
         format_penalty: float = -0.1,
         answer_format: AnswerFormat | dict[str, Any] | None = None,
         render_mode: str | None = None,
+        defer_reward: bool = False,
     ) -> None:
         super().__init__(
             answer_format=answer_format or AnswerFormat(separator=None, strict=False),
@@ -100,6 +105,7 @@ class MathEnv(TextEnv):
         self.problem: MathProblem | None = None
         self.tool_output = ""
         self.correct = False
+        self.defer_reward = defer_reward
         self._session = None
 
     # ------------------------------------------------------------------ TextEnv
@@ -158,6 +164,12 @@ class MathEnv(TextEnv):
 
     def _apply(self, action: tuple[str, str]) -> tuple[float, bool]:
         kind, text = action
+        if kind == "answer" and self.defer_reward:
+            self._answered = True
+            data = {"reference": self.problem.answer, "question": self.problem.question}
+            rule = "environments.math.verify:is_correct"
+            self.defer_scoring({"kind": "rule", "rule": rule, "response": text, "data": data})
+            return 0.0, True
         if kind == "answer":
             self.correct = is_correct(text, self.problem.answer, self.problem.question)
             self._answered = True

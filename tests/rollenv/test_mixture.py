@@ -174,3 +174,21 @@ def test_an_unknown_id_lists_the_closest_ids():
 def test_a_bad_mix_is_a_value_error_naming_the_field(mix, message):
     with pytest.raises(ValueError, match=message):
         rollenv.make_mixture(mix)
+
+
+def test_defer_reward_goes_to_the_members_that_take_it():
+    env = rollenv.make_mixture(
+        {"InstructionFollowing-v0": 1, "FrozenLake-v0": 1}, defer_reward=True
+    )
+    from rollenv.policies import oracle_for
+
+    seen = {}
+    for seed in range(12):
+        obs, info = env.reset(seed=seed)
+        member = env.unwrapped.active_id
+        *_, step_info = env.step(oracle_for(env).act(obs, info))
+        seen.setdefault(member, set()).add("reward_request" in step_info)
+        if member == "InstructionFollowing-v0":
+            assert step_info["reward_request"]["kind"] == "rule"
+    assert seen == {"InstructionFollowing-v0": {True}, "FrozenLake-v0": {False}}
+    assert rollenv.spec("Mixture-v0").takes("defer_reward")

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from tests.trainer.two_by_two_lake import TWO_BY_TWO_LAKE
-from trainer.checkpoint import latest_checkpoint
+from trainer.checkpoint import checkpoint_step, latest_checkpoint
 from trainer.config import load_config
 from trainer.pipeline import Pipeline
 from trainer.sft import OracleSFT, supervised_warm_start
@@ -385,3 +385,23 @@ def test_reward_workers_score_the_step_and_unscored_episodes_are_left_out(tmp_pa
 def test_reward_workers_refuse_an_env_that_scores_inside_step(tmp_path):
     with pytest.raises(ValueError, match="FrozenLake-v0 scores its rewards inside step"):
         _pipeline(tmp_path, "rewards.pool=true")
+
+
+def test_eval_before_and_max_minutes_evaluate_the_start_and_the_end(tmp_path):
+    import json
+
+    pipeline = _pipeline(
+        tmp_path,
+        "train.steps=50",
+        "train.eval_every=10",
+        "train.eval_groups=2",
+        "train.eval_before=true",
+        "train.max_minutes=0.0001",  # out of time after the first step
+        "train.checkpoint_every=0",
+    )
+    pipeline.run()
+    assert pipeline.step == 1
+    assert [step for step, _ in pipeline.evaluations] == [0, 1]
+    assert checkpoint_step(latest_checkpoint(tmp_path)) == 1
+    logged = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in logged if "eval/success" in r] == [0, 1]

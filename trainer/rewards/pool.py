@@ -5,8 +5,12 @@ episodes go in and numbers come out. Here a request is plain data (:class:`Score
 rule verifier's name and arguments, or a judge request); :meth:`RewardPool.submit` returns a
 ``concurrent.futures.Future`` at once, and a dispatcher thread hands batches to the workers:
 
-* each worker has one batch at a time; the pool starts ``min_workers`` and adds one (up to
-  ``max_workers``) when more than ``grow_after`` batches wait for each worker;
+* each request goes to a worker of its kind, as ROLL routes each domain to its reward worker:
+  rule verifiers to rule workers (CPU), judge requests to judge workers, which hold the judge
+  model (``judge_workers`` of them, with their own resources, a GPU where there is one); a
+  judge that hangs never holds up the rule verifiers;
+* each worker has one batch at a time; the pool starts ``min_workers`` rule workers and adds
+  one (up to ``max_workers``) when more than ``grow_after`` batches wait for each;
 * a worker that dies mid-batch (a node lost, ``ray.kill``) is replaced and its batch is given
   to a worker again: results are keyed by request id, so none is lost or counted twice;
 * a request whose scorer fails or passes its deadline comes back *unscored* (``score=None``),
@@ -31,7 +35,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["RewardPool", "ScoreRequest", "ScoreResult"]
@@ -89,13 +93,19 @@ class ScoreResult:
 
 
 class RewardWorker:
-    """The actor: scores batches with a :class:`~trainer.rewards.rule.RuleScorer` and, when
-    given a judge spec, a :class:`~trainer.rewards.judge.Judge`."""
+    """The actor: scores batches of one kind, ``"rule"`` with a
+    :class:`~trainer.rewards.rule.RuleScorer` or ``"judge"`` with a
+    :class:`~trainer.rewards.judge.Judge` (made on the first batch)."""
 
-    def __init__(self, rule_deadline_s: float, judge: str | None, judge_timeout_s: float):
-        from trainer.rewards.rule import RuleScorer
+    def __init__(
+        self, kind: str, rule_deadline_s: float, judge: str | None, judge_timeout_s: float
+    ) -> None:
+        self.kind = kind
+        self.rules: Any = None
+        if kind == "rule":
+            from trainer.rewards.rule import RuleScorer
 
-        self.rules = RuleScorer(rule_deadline_s)
+            self.rules = RuleScorer(rule_deadline_s)
         self.judge_spec, self.judge_timeout_s = judge, judge_timeout_s
         self._judge: Any = None
 
@@ -105,44 +115,36 @@ class RewardWorker:
         return os.getpid()
 
     def score(self, requests: list[ScoreRequest]) -> list[ScoreResult]:
-        results = []
-        judged = [r for r in requests if r.kind == "judge"]
-        for request in requests:
-            if request.kind == "rule":
-                p = request.payload
-                outcome = self.rules.score(p["rule"], p["response"], p.get("data") or {})
-                results.append(ScoreResult(request.id, outcome.score, outcome.reason))
-            elif request.kind != "judge":
-                results.append(ScoreResult(request.id, None, f"unknown kind {request.kind!r}"))
-        if judged:
-            results += self._score_judged(judged)
+        wrong = [r for r in requests if r.kind != self.kind]
+        results = [ScoreResult(r.id, None, f"sent to a {self.kind} worker") for r in wrong]
+        mine = [r for r in requests if r.kind == self.kind]
+        if self.kind == "judge" and mine:
+            return results + self._score_judged(mine)
+        for request in mine:
+            p = request.payload
+            outcome = self.rules.score(p["rule"], p["response"], p.get("data") or {})
+            results.append(ScoreResult(request.id, outcome.score, outcome.reason))
         return results
 
     def _score_judged(self, requests: list[ScoreRequest]) -> list[ScoreResult]:
-        from trainer.rewards.judge import JudgeRequest, Rubric
+        from trainer.rewards.judge import JudgeRequest, Rubric, make_judge
 
-        if self.judge_spec is None:
-            return [ScoreResult(r.id, None, "this pool has no judge") for r in requests]
-        judge = self._judge or self._make_judge()
+        if self._judge is None:
+            self._judge = make_judge(self.judge_spec, timeout_s=self.judge_timeout_s)
         asked = []
         for r in requests:
             p = r.payload
             rubric = Rubric.from_data(p["rubric"]) if p.get("rubric") is not None else None
             asked.append(JudgeRequest(p["question"], p["response"], p.get("reference"), rubric))
-        verdicts = judge.score(asked)
+        verdicts = self._judge.score(asked)
         return [
             ScoreResult(r.id, v.score, v.reason) for r, v in zip(requests, verdicts, strict=True)
         ]
 
-    def _make_judge(self) -> Any:
-        from trainer.rewards.judge import make_judge
-
-        self._judge = make_judge(self.judge_spec, timeout_s=self.judge_timeout_s)
-        return self._judge
-
 
 @dataclass
 class _Batch:
+    kind: str
     requests: list[ScoreRequest]
     submission: _Submission
     tries: int = 0
@@ -150,8 +152,10 @@ class _Batch:
 
 @dataclass
 class PoolStats:
-    """What the pool did: workers started, replaced after dying, and batches retried."""
+    """What the pool did: workers started, replaced after dying, batches retried, and the
+    requests of each kind."""
 
+    requests_by_kind: dict[str, int] = field(default_factory=dict)
     workers_started: int = 0
     workers_replaced: int = 0
     batches_retried: int = 0
@@ -164,13 +168,16 @@ class RewardPool:
     """A pool of :class:`RewardWorker` actors fed by a dispatcher thread.
 
     Args:
-        min_workers, max_workers: the pool's size range.
-        grow_after: add a worker when more than this many batches wait per worker.
-        batch_size: judge requests per batch handed to a worker (rule requests go one at a
-            time: a worker scores them one after another, so a batch would serialise them).
-        num_cpus, num_gpus, resources: each worker's Ray resources.
+        min_workers, max_workers: the size range of the rule workers.
+        grow_after: add a rule worker when more than this many batches wait per worker.
+        batch_size: judge requests per batch handed to a judge worker (rule requests go one at
+            a time: a worker scores them one after another, so a batch would serialise them).
+        num_cpus, num_gpus, resources: each rule worker's Ray resources.
         rule_deadline_s: the most seconds one rule call may take.
-        judge: the judge (a model name or ``openai:URL#NAME``), or ``None`` for none.
+        judge: the judge (a model name or ``openai:URL#NAME``), or ``None`` for none (judge
+            requests then come back unscored).
+        judge_workers: judge workers (each loads the judge on its first batch).
+        judge_num_cpus, judge_num_gpus: each judge worker's Ray resources.
         judge_timeout_s: the most seconds one judge call may take.
         max_tries: a batch whose worker died is given out again up to this many times.
     """
@@ -187,6 +194,9 @@ class RewardPool:
         resources: dict[str, float] | None = None,
         rule_deadline_s: float = 10.0,
         judge: str | None = None,
+        judge_workers: int = 1,
+        judge_num_cpus: float = 1,
+        judge_num_gpus: float = 0,
         judge_timeout_s: float = 60.0,
         max_tries: int = 3,
     ) -> None:
@@ -195,8 +205,8 @@ class RewardPool:
                 f"reward workers need 1 <= min_workers <= max_workers, got {min_workers} and "
                 f"{max_workers}"
             )
-        if batch_size < 1 or grow_after < 1 or max_tries < 1:
-            raise ValueError("batch_size, grow_after and max_tries must be >= 1")
+        if batch_size < 1 or grow_after < 1 or max_tries < 1 or judge_workers < 1:
+            raise ValueError("batch_size, grow_after, max_tries and judge_workers must be >= 1")
         if judge is not None:
             from trainer.rewards.judge import check_judge_spec
 
@@ -204,20 +214,33 @@ class RewardPool:
         import ray
 
         self._ray = ray
-        self._actor_class = ray.remote(RewardWorker).options(
-            num_cpus=num_cpus, num_gpus=num_gpus, resources=resources or {}, max_restarts=0
-        )
+        groups = [("rule workers", min_workers, num_cpus, num_gpus)]
+        if judge is not None:
+            groups.append(("judge workers", judge_workers, judge_num_cpus, judge_num_gpus))
+        _check_fits(ray, groups)
+        actor = ray.remote(RewardWorker)
+        self._actor_classes = {
+            "rule": actor.options(
+                num_cpus=num_cpus, num_gpus=num_gpus, resources=resources or {}, max_restarts=0
+            ),
+            "judge": actor.options(
+                num_cpus=judge_num_cpus, num_gpus=judge_num_gpus, max_restarts=0
+            ),
+        }
+        self.judge = judge
         self._worker_args = (rule_deadline_s, judge, judge_timeout_s)
         self.min_workers, self.max_workers, self.grow_after = min_workers, max_workers, grow_after
         self.batch_size, self.max_tries = batch_size, max_tries
         self.stats = PoolStats()
         self._lock = threading.Condition()
-        self._queue: deque[_Batch] = deque()
-        self._idle: list[Any] = []
+        self._queues: dict[str, deque[_Batch]] = {"rule": deque(), "judge": deque()}
+        self._idle: dict[str, list[Any]] = {"rule": [], "judge": []}
         self._running: dict[Any, tuple[Any, _Batch]] = {}  # ObjectRef -> (worker, batch)
         self._closed = False
         for _ in range(min_workers):
-            self._idle.append(self._new_worker())
+            self._idle["rule"].append(self._new_worker("rule"))
+        for _ in range(judge_workers if judge is not None else 0):
+            self._idle["judge"].append(self._new_worker("judge"))
         self._thread = threading.Thread(target=self._dispatch, name="reward-pool", daemon=True)
         self._thread.start()
 
@@ -225,7 +248,8 @@ class RewardPool:
     def workers(self) -> list[Any]:
         """The live worker actors (idle and busy)."""
         with self._lock:
-            return [*self._idle, *(worker for worker, _ in self._running.values())]
+            idle = [w for workers in self._idle.values() for w in workers]
+            return [*idle, *(worker for worker, _ in self._running.values())]
 
     def submit(self, requests: list[ScoreRequest]) -> Future:
         """Starts scoring ``requests``; the future's result is their :class:`ScoreResult` list,
@@ -243,7 +267,17 @@ class RewardPool:
             parts = _batches(requests, self.batch_size)
             submission = _Submission(future, ids, len(parts))
             for part in parts:
-                self._queue.append(_Batch(part, submission))
+                kind = part[0].kind
+                count = self.stats.requests_by_kind.get(kind, 0)
+                self.stats.requests_by_kind[kind] = count + len(part)
+                if kind == "judge" and self.judge is None:
+                    results = [ScoreResult(r.id, None, "this pool has no judge") for r in part]
+                    submission.add_results(results, self.stats)
+                elif kind not in self._queues:
+                    results = [ScoreResult(r.id, None, f"unknown kind {kind!r}") for r in part]
+                    submission.add_results(results, self.stats)
+                else:
+                    self._queues[kind].append(_Batch(kind, part, submission))
             self._lock.notify_all()
         return future
 
@@ -261,8 +295,8 @@ class RewardPool:
             self._ray.kill(worker)
 
     # ------------------------------------------------------------------ the dispatcher
-    def _new_worker(self) -> Any:
-        worker = self._actor_class.remote(*self._worker_args)
+    def _new_worker(self, kind: str) -> Any:
+        worker = self._actor_classes[kind].remote(kind, *self._worker_args)
         self.stats.workers_started += 1
         return worker
 
@@ -270,20 +304,20 @@ class RewardPool:
         ray = self._ray
         while True:
             with self._lock:
-                while not self._closed and not self._queue and not self._running:
+                while not self._closed and not self._waiting() and not self._running:
                     self._lock.wait(0.5)
                 if self._closed:
                     self._fail_waiting(RuntimeError("the reward pool was closed"))
                     return
                 self._grow()
-                while self._queue and self._idle:
-                    batch = self._queue.popleft()
-                    worker = self._idle.pop()
-                    batch.tries += 1
-                    self._running[worker.score.remote(batch.requests)] = (worker, batch)
-                self.stats.peak_workers = max(
-                    self.stats.peak_workers, len(self._idle) + len(self._running)
-                )
+                for kind, queue in self._queues.items():
+                    idle = self._idle[kind]
+                    while queue and idle:
+                        batch, worker = queue.popleft(), idle.pop()
+                        batch.tries += 1
+                        self._running[worker.score.remote(batch.requests)] = (worker, batch)
+                live = sum(map(len, self._idle.values())) + len(self._running)
+                self.stats.peak_workers = max(self.stats.peak_workers, live)
                 refs = list(self._running)
             if not refs:
                 continue
@@ -297,18 +331,25 @@ class RewardPool:
                     self._replace(worker, batch, error)
                     continue
                 with self._lock:
-                    self._idle.append(worker)
+                    self._idle[batch.kind].append(worker)
                 batch.submission.add_results(results, self.stats)
 
+    def _waiting(self) -> bool:
+        return any(self._queues.values())
+
     def _grow(self) -> None:
-        live = len(self._idle) + len(self._running)
-        if live < self.max_workers and len(self._queue) > self.grow_after * max(live, 1):
-            self._idle.append(self._new_worker())
+        """Adds a rule worker when rule batches back up (judge workers hold a model each: their
+        number is fixed)."""
+        busy = sum(1 for _, batch in self._running.values() if batch.kind == "rule")
+        live = len(self._idle["rule"]) + busy
+        waiting = len(self._queues["rule"])
+        if live < self.max_workers and waiting > self.grow_after * max(live, 1):
+            self._idle["rule"].append(self._new_worker("rule"))
 
     def _replace(self, dead: Any, batch: _Batch, error: Exception) -> None:
         with self._lock:
             self.stats.workers_replaced += 1
-            self._idle.append(self._new_worker())
+            self._idle[batch.kind].append(self._new_worker(batch.kind))
             if batch.tries >= self.max_tries:
                 results = [
                     ScoreResult(r.id, None, f"its reward worker died {batch.tries} times")
@@ -317,13 +358,34 @@ class RewardPool:
                 batch.submission.add_results(results, self.stats)
             else:
                 self.stats.batches_retried += 1
-                self._queue.appendleft(batch)
+                self._queues[batch.kind].appendleft(batch)
             self._lock.notify_all()
 
     def _fail_waiting(self, error: Exception) -> None:
-        for batch in [*self._queue, *(b for _, b in self._running.values())]:
+        waiting = [b for queue in self._queues.values() for b in queue]
+        for batch in [*waiting, *(b for _, b in self._running.values())]:
             batch.submission.fail(error)
-        self._queue.clear()
+        for queue in self._queues.values():
+            queue.clear()
+
+
+def _check_fits(ray: Any, groups: list[tuple[str, int, float, float]]) -> None:
+    """Raises ``ValueError`` (one line) when the Ray cluster has too few CPUs or GPUs in all for
+    the workers started at once: an actor Ray cannot place would wait forever.
+
+    Args:
+        groups: ``(name, count, cpus each, gpus each)`` of each kind of worker.
+    """
+    total = ray.cluster_resources()
+    for resource, column in (("CPU", 2), ("GPU", 3)):
+        needed = sum(group[1] * group[column] for group in groups)
+        if needed > total.get(resource, 0.0) + 1e-9:
+            asked = ", ".join(f"{g[1]} {g[0]} x {g[column]:g}" for g in groups)
+            raise ValueError(
+                f"the reward workers need {needed:g} {resource} ({asked}) but the Ray cluster "
+                f"has {total.get(resource, 0.0):g}: lower rewards.worker_cpus or "
+                "judge_worker_cpus (or _gpus), or the worker counts"
+            )
 
 
 def _batches(requests: list[ScoreRequest], batch_size: int) -> list[list[ScoreRequest]]:

@@ -481,14 +481,9 @@ class EnvManager:
 
 def check_defers_rewards(env_id: str) -> None:
     """Raises ``ValueError`` (one line) unless ``env_id``'s env takes ``defer_reward``."""
-    import inspect
-
-    entry_point = rollenv.spec(env_id).entry_point
-    if isinstance(entry_point, str):
-        module, _, name = entry_point.partition(":")
-        entry_point = getattr(__import__(module, fromlist=[name]), name)
-    if "defer_reward" not in inspect.signature(entry_point).parameters:
+    if not rollenv.spec(env_id).takes("defer_reward"):
         raise ValueError(
             f"{env_id} scores its rewards inside step; reward workers need an env that takes "
-            "defer_reward=True (InstructionFollowing-v0, JudgedAnswer-v0)"
+            "defer_reward=True (InstructionFollowing-v0, JudgedAnswer-v0, or a Mixture-v0 of "
+            "envs, of which those that take it defer)"
         )

@@ -37,7 +37,6 @@ def test_a_rejected_answer_scores_0_inline_and_goes_to_the_judge_when_deferred()
         "question": GIVEN["question"],
         "response": "She is his mother-in-law",
         "reference": "mother-in-law",
-        "success_at": 1.0,
     }
 
 

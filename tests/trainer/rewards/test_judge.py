@@ -3,9 +3,6 @@ without a call, a hanging judge cut at its timeout, and one clear line for bad i
 
 from __future__ import annotations
 
-import http.server
-import json
-import threading
 import time
 
 import pytest
@@ -161,33 +158,6 @@ def test_an_overlong_response_scores_zero_without_a_call(tiny_judge):
     [verdict] = judge.score([JudgeRequest("q", "x" * 51, reference="5")])
     assert verdict.score == 0.0 and "over 50 characters" in verdict.reason
     assert counting.calls == 0 and judge.stats.too_long == 1
-
-
-class _HangingHandler(http.server.BaseHTTPRequestHandler):
-    """An OpenAI-compatible API root that lists a model and never answers a completion."""
-
-    def do_GET(self):  # noqa: N802
-        body = json.dumps({"object": "list", "data": [{"id": "judge", "object": "model"}]})
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.end_headers()
-        self.wfile.write(body.encode())
-
-    def do_POST(self):  # noqa: N802
-        time.sleep(30)
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def hanging_server():
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _HangingHandler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
 
 
 def test_a_judge_that_hangs_is_cut_at_its_timeout_and_leaves_the_episode_unscored(

@@ -106,3 +106,42 @@ def test_bad_input_is_one_line_before_any_worker_starts():
         RewardPool(judge="openai:localhost")
     with pytest.raises(ValueError, match="min_workers <= max_workers"):
         RewardPool(min_workers=3, max_workers=2)
+
+
+def test_judge_requests_go_to_judge_workers_and_a_hanging_judge_holds_up_no_rule(
+    cluster, hanging_server
+):
+    pytest.importorskip("openai")
+    pool = RewardPool(
+        min_workers=1, max_workers=1, num_cpus=0.25, judge=f"openai:{hanging_server}#judge",
+        judge_num_cpus=0.25, judge_timeout_s=3.0,
+    )  # fmt: skip
+    try:
+        judged = pool.submit(
+            [ScoreRequest.judged(i, "What is 1/2 + 1/4?", "3/4", reference="0.75") for i in (0, 1)]
+        )
+        rules = pool.submit([ScoreRequest.rule(2, IS_CORRECT, "0.5", reference="1/2")])
+        assert [r.score for r in rules.result(timeout=60)] == [1.0]
+        assert not judged.done()  # the judge is still waiting on its endpoint
+        results = judged.result(timeout=120)
+        assert all(r.score is None and "did not answer within 3 s" in r.reason for r in results)
+        assert pool.stats.requests_by_kind == {"judge": 2, "rule": 1}
+        assert pool.stats.workers_started == 2  # one of each kind
+    finally:
+        pool.close()
+
+
+def test_without_a_judge_judge_requests_are_unscored_at_once(cluster):
+    pool = RewardPool(min_workers=1, max_workers=1, num_cpus=0.25)
+    try:
+        [result] = pool.score([ScoreRequest.judged(0, "q", "a", reference="a")])
+        assert result.score is None and result.reason == "this pool has no judge"
+        assert pool.stats.workers_started == 1
+    finally:
+        pool.close()
+
+
+def test_workers_the_cluster_cannot_hold_are_refused_in_one_line(cluster):
+    with pytest.raises(ValueError, match=r"need 3 CPU \(3 rule workers x 1\) but the Ray") as e:
+        RewardPool(min_workers=3, max_workers=3, num_cpus=1)
+    assert "\n" not in str(e.value)

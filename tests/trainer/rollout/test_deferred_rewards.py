@@ -112,7 +112,9 @@ def test_a_judged_answer_the_judge_cannot_parse_is_unscored_and_the_rule_needs_n
     pytest.importorskip("reasoning_gym")
     _, tokenizer = tiny
     # the tiny random model as the judge: its verdicts never parse
-    pool = RewardPool(min_workers=1, max_workers=1, num_cpus=0.5, judge="tiny-random")
+    pool = RewardPool(
+        min_workers=1, max_workers=1, num_cpus=0.25, judge="tiny-random", judge_num_cpus=0.25
+    )
     try:
         manager = EnvManager(
             "JudgedAnswer-v0", tokenizer, None, group_size=2, max_turns=1, reward_pool=pool
