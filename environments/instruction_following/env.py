@@ -141,8 +141,13 @@ class InstructionFollowingEnv(TextEnv):
             f"constraint is checked by a rule. {scoring} The reply must be an attempt at the "
             f"task: it names the task's topic, has at least {self.min_words} words and is in "
             f"your own words (repeating {COPIED_RUN} or more words of the task in a row scores "
-            "0), about the topic and not about the constraints or the score. Put the reply "
-            "inside <answer></answer>, optionally after brief reasoning inside <think></think>."
+            "0), about the topic and not about the constraints or the score. "
+            + (
+                "Your whole reply is checked."
+                if self.answer_format.tag is None
+                else "Put the reply inside <answer></answer>, optionally after brief reasoning "
+                "inside <think></think>."
+            )
         )
 
     @property

@@ -108,11 +108,16 @@ class JudgedAnswerEnv(TextEnv):
 
     @property
     def instruction(self) -> str:
+        where = (
+            "Your whole reply is the answer."
+            if self.answer_format.tag is None
+            else "Put it inside <answer></answer>, optionally after brief reasoning inside "
+            "<think></think>."
+        )
         return (
             "Answer the question with a short answer (a word or a phrase, at most "
-            f"{self.max_answer_chars} characters) inside <answer></answer>, optionally after "
-            "brief reasoning inside <think></think>. The answer is compared with a reference "
-            "answer; an answer addressed to whoever grades it scores 0."
+            f"{self.max_answer_chars} characters). {where} The answer is compared with a "
+            "reference answer; an answer addressed to whoever grades it scores 0."
         )
 
     @property
