@@ -41,13 +41,6 @@ PARAMS = [
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
-
-
-@pytest.fixture(scope="module")
 def pad_id() -> int:
     return load_model("tiny-random", seed=0)[1].pad_token_id
 
@@ -83,7 +76,7 @@ def _distance(a: dict, b: dict) -> float:
 
 
 @pytest.mark.parametrize("kind", PARAMS)
-def test_one_update_on_two_workers_gives_the_weights_of_one_process(cluster, pad_id, kind):
+def test_one_update_on_two_workers_gives_the_weights_of_one_process(ray_cluster, pad_id, kind):
     single = _torch_strategy(pad_id)
     batch = _batch(single, seed=0)
     start = {k: v.clone() for k, v in single.inference_state_dict().items()}
@@ -121,7 +114,7 @@ def test_one_update_on_two_workers_gives_the_weights_of_one_process(cluster, pad
 
 
 @pytest.mark.parametrize("kind", [PARAMS[0], PARAMS[3]])
-def test_value_head_reference_and_lora_match_one_process(cluster, pad_id, kind):
+def test_value_head_reference_and_lora_match_one_process(ray_cluster, pad_id, kind):
     """PPO's value head and the KL reference (full fine-tuning), then LoRA (its reference is
     the base model with the adapters off), sharded, against torch ×1."""
     from trainer.config import LoraConfig
@@ -158,7 +151,7 @@ def test_value_head_reference_and_lora_match_one_process(cluster, pad_id, kind):
 
 
 @needs_deepspeed
-def test_checkpoints_move_between_strategies_and_world_sizes(cluster, pad_id, tmp_path):
+def test_checkpoints_move_between_strategies_and_world_sizes(ray_cluster, pad_id, tmp_path):
     """torch ×1 saves, fsdp2 ×2 resumes it and saves, ZeRO-3 ×2 resumes that and saves, and
     torch ×1 resumes the last: each starts from exactly the weights and AdamW state saved,
     and its next update matches torch ×1's from the same checkpoint."""
@@ -208,7 +201,7 @@ def test_checkpoints_move_between_strategies_and_world_sizes(cluster, pad_id, tm
         )
 
 
-def test_a_worker_killed_during_a_step_ends_it_with_an_error_naming_it(cluster, pad_id):
+def test_a_worker_killed_during_a_step_ends_it_with_an_error_naming_it(ray_cluster, pad_id):
     import os
     import signal
     import threading

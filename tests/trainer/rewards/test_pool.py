@@ -22,13 +22,6 @@ IS_EQUIVALENT = "environments.math.verify:is_equivalent"
 PATHOLOGICAL = "9^{9^{9^{9^{9}}}}"
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
-
-
 def test_a_rule_past_its_deadline_is_cut_and_the_next_call_runs_in_a_fresh_process():
     scorer = RuleScorer(deadline_s=2.0)
     try:
@@ -45,7 +38,7 @@ def test_a_rule_past_its_deadline_is_cut_and_the_next_call_runs_in_a_fresh_proce
         scorer.close()
 
 
-def test_rules_are_scored_by_the_workers_in_order(cluster):
+def test_rules_are_scored_by_the_workers_in_order(ray_cluster):
     pool = RewardPool(min_workers=1, max_workers=2, num_cpus=0.5, batch_size=2)
     try:
         answers = ["0.5", "\\frac{1}{2}", "0.4", "2/4", "1/2"]
@@ -60,7 +53,7 @@ def test_rules_are_scored_by_the_workers_in_order(cluster):
         pool.close()
 
 
-def test_a_worker_killed_mid_batch_loses_and_doubles_nothing(cluster):
+def test_a_worker_killed_mid_batch_loses_and_doubles_nothing(ray_cluster):
     # a deadline a fresh worker's first real call meets on two busy cores, which the
     # pathological reply still passes (math-verify's own limit, in the child, is 5 s)
     pool = RewardPool(min_workers=2, max_workers=2, num_cpus=0.5, batch_size=3, rule_deadline_s=3.0)
@@ -87,7 +80,7 @@ def test_a_worker_killed_mid_batch_loses_and_doubles_nothing(cluster):
         pool.close()
 
 
-def test_the_pool_grows_when_batches_wait(cluster):
+def test_the_pool_grows_when_batches_wait(ray_cluster):
     pool = RewardPool(min_workers=1, max_workers=2, num_cpus=0.5, batch_size=1, grow_after=1)
     try:
         requests = [ScoreRequest.rule(i, IS_CORRECT, "3", reference="3") for i in range(8)]
@@ -109,7 +102,7 @@ def test_bad_input_is_one_line_before_any_worker_starts():
 
 
 def test_judge_requests_go_to_judge_workers_and_a_hanging_judge_holds_up_no_rule(
-    cluster, hanging_server
+    ray_cluster, hanging_server
 ):
     pytest.importorskip("openai")
     pool = RewardPool(
@@ -131,7 +124,7 @@ def test_judge_requests_go_to_judge_workers_and_a_hanging_judge_holds_up_no_rule
         pool.close()
 
 
-def test_without_a_judge_judge_requests_are_unscored_at_once(cluster):
+def test_without_a_judge_judge_requests_are_unscored_at_once(ray_cluster):
     pool = RewardPool(min_workers=1, max_workers=1, num_cpus=0.25)
     try:
         [result] = pool.score([ScoreRequest.judged(0, "q", "a", reference="a")])
@@ -141,7 +134,7 @@ def test_without_a_judge_judge_requests_are_unscored_at_once(cluster):
         pool.close()
 
 
-def test_workers_the_cluster_cannot_hold_are_refused_in_one_line(cluster):
+def test_workers_the_cluster_cannot_hold_are_refused_in_one_line(ray_cluster):
     with pytest.raises(ValueError, match=r"need 3 CPU \(3 rule workers x 1\) but the Ray") as e:
         RewardPool(min_workers=3, max_workers=3, num_cpus=1)
     assert "\n" not in str(e.value)

@@ -20,14 +20,7 @@ ENV = "InstructionFollowing-v0"
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
-
-
-@pytest.fixture(scope="module")
-def pool(cluster):
+def pool(ray_cluster):
     pool = RewardPool(min_workers=2, max_workers=2, num_cpus=0.5, rule_deadline_s=5.0)
     yield pool
     pool.close()
@@ -73,7 +66,7 @@ def test_model_replies_scored_by_the_pool_while_the_stream_runs(tiny, pool):
         assert t.episode_return == pytest.approx(expected)
 
 
-def test_a_verifier_past_its_deadline_leaves_the_episode_unscored(tiny, cluster):
+def test_a_verifier_past_its_deadline_leaves_the_episode_unscored(tiny, ray_cluster):
     _, tokenizer = tiny
     pool = RewardPool(min_workers=1, max_workers=1, num_cpus=0.5, rule_deadline_s=1.0)
     try:
@@ -107,7 +100,7 @@ class _InOtherWords:
 
 
 def test_a_judged_answer_the_judge_cannot_parse_is_unscored_and_the_rule_needs_no_judge(
-    tiny, cluster
+    tiny, ray_cluster
 ):
     pytest.importorskip("reasoning_gym")
     _, tokenizer = tiny
