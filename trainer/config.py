@@ -296,6 +296,9 @@ class RewardsConfig(_Section):
     judge_worker_gpus: float = Field(0.0, ge=0.0)
     judge_timeout_s: float = Field(60.0, gt=0.0)
     rule_deadline_s: float = Field(10.0, gt=0.0)
+    sandbox_workers: int = Field(1, gt=0)  # code run against tests, started on first use
+    sandbox_worker_cpus: float = Field(0.5, ge=0.0)
+    sandbox_deadline_s: float = Field(60.0, gt=0.0)
 
 
 class Config(_Section):

@@ -256,6 +256,9 @@ class Pipeline:
             judge_num_cpus=settings.judge_worker_cpus,
             judge_num_gpus=settings.judge_worker_gpus,
             judge_timeout_s=settings.judge_timeout_s,
+            sandbox_workers=settings.sandbox_workers,
+            sandbox_num_cpus=settings.sandbox_worker_cpus,
+            sandbox_deadline_s=settings.sandbox_deadline_s,
         )
 
     def _warm_started_model(self, resume: bool) -> str:

@@ -72,6 +72,9 @@ class CodeSandboxEnv(TextEnv):
         format_penalty: reward of a reply with no code in it.
         answer_format: how code is read from a reply.
         render_mode: ``"ansi"`` or ``None``.
+        defer_reward: leave running the tests to reward workers (a ``sandbox`` request naming
+            :func:`pass_at_1`); the answer's step earns 0. Single-turn only: a later attempt
+            would need the tests' output.
 
     ``reset(options={"index": i})`` plays problem ``i``; otherwise the seed picks one.
     """
@@ -92,6 +95,7 @@ class CodeSandboxEnv(TextEnv):
         format_penalty: float = -0.1,
         answer_format: AnswerFormat | dict[str, Any] | None = None,
         render_mode: str | None = None,
+        defer_reward: bool = False,
     ) -> None:
         super().__init__(
             answer_format=answer_format or AnswerFormat(separator=None, strict=False),
@@ -101,6 +105,14 @@ class CodeSandboxEnv(TextEnv):
         )
         if max_attempts < 1:
             raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
+        if defer_reward and max_attempts != 1:
+            raise ValueError(
+                "defer_reward needs max_attempts=1: a later attempt sees the tests' output, so "
+                "they run in the env"
+            )
+        if defer_reward and problems is not None:
+            raise ValueError("defer_reward needs a dataset (a reward worker loads it by name)")
+        self.defer_reward = defer_reward
         self.dataset = dataset
         self._problems = tuple(problems) if problems is not None else None
         self.max_attempts = max_attempts
@@ -172,6 +184,13 @@ class CodeSandboxEnv(TextEnv):
         return None if code is None else [code]
 
     def _apply(self, code: str) -> tuple[float, bool]:
+        if self.defer_reward:
+            data = {"dataset": self.dataset, "task_id": self.problem.task_id,
+                    "timeout_s": self.timeout_s, "memory_mb": self.memory_mb,
+                    "partial_credit": self.partial_credit}  # fmt: skip
+            rule = "environments.code.env:pass_at_1"
+            self.defer_scoring({"kind": "sandbox", "rule": rule, "response": code, "data": data})
+            return 0.0, True
         passed, self.feedback, self.last_result = self.run_tests(code)
         total = self.test_count()
         self.pass_rate = len(passed) / total
@@ -259,3 +278,34 @@ class CodeSandboxEnv(TextEnv):
         else:
             feedback = ""
         return passed, feedback[-FEEDBACK_CHARS:], result
+
+
+def pass_at_1(
+    code: str,
+    dataset: str,
+    task_id: str,
+    timeout_s: float = 10.0,
+    memory_mb: int = 512,
+    partial_credit: bool = False,
+) -> float:
+    """The reward :class:`CodeSandboxEnv` gives ``code`` for problem ``task_id`` of
+    ``dataset``: its tests run in a sandbox. The function a sandbox reward worker runs for an
+    env made with ``defer_reward=True``.
+
+    Example:
+        >>> pass_at_1("def add(a, b):\n    return a + b", "humaneval", "HumanEval/53")
+        ... # doctest: +SKIP
+        1.0
+    """
+    env = CodeSandboxEnv(
+        dataset, timeout_s=timeout_s, memory_mb=memory_mb, partial_credit=partial_credit,
+        answer_format=AnswerFormat(tag=None, separator=None),
+    )  # fmt: skip
+    try:
+        index = next((i for i, p in enumerate(env.problems) if p.task_id == task_id), None)
+        if index is None:
+            raise ValueError(f"{dataset} has no problem {task_id!r}")
+        env.reset(options={"index": index})
+        return float(env.step(code)[1])
+    finally:
+        env.close()

@@ -6,9 +6,10 @@ rule verifier's name and arguments, or a judge request); :meth:`RewardPool.submi
 ``concurrent.futures.Future`` at once, and a dispatcher thread hands batches to the workers:
 
 * each request goes to a worker of its kind, as ROLL routes each domain to its reward worker:
-  rule verifiers to rule workers (CPU), judge requests to judge workers, which hold the judge
-  model (``judge_workers`` of them, with their own resources, a GPU where there is one); a
-  judge that hangs never holds up the rule verifiers;
+  rule verifiers to rule workers (CPU); code run against tests to sandbox workers (started on
+  the first such request, ``sandbox_workers`` of them, with a longer deadline); judge requests
+  to judge workers, which hold the judge model (``judge_workers`` of them, with their own
+  resources, a GPU where there is one); a judge that hangs never holds up the verifiers;
 * each worker has one batch at a time; the pool starts ``min_workers`` rule workers and adds
   one (up to ``max_workers``) when more than ``grow_after`` batches wait for each;
 * a worker that dies mid-batch (a node lost, ``ray.kill``) is replaced and its batch is given
@@ -38,7 +39,10 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["RewardPool", "ScoreRequest", "ScoreResult"]
+__all__ = ["KINDS", "RewardPool", "ScoreRequest", "ScoreResult"]
+
+#: the kinds of reward worker, and of request
+KINDS = ("rule", "sandbox", "judge")
 
 
 @dataclass(frozen=True)
@@ -47,8 +51,9 @@ class ScoreRequest:
 
     Attributes:
         id: unique among the requests in flight (results carry it back).
-        kind: ``"rule"`` or ``"judge"``.
-        payload: rule: ``{"rule": "module:function", "response": str, "data": {...}}``;
+        kind: ``"rule"``, ``"sandbox"`` or ``"judge"``.
+        payload: rule and sandbox: ``{"rule": "module:function", "response": str, "data":
+            {...}}``;
             judge: :class:`~trainer.rewards.judge.JudgeRequest`'s fields (``question``,
             ``response``, ``reference`` or ``rubric`` as a list of criteria).
     """
@@ -67,8 +72,8 @@ class ScoreRequest:
         """The request an env put in ``info["reward_request"]`` (see
         :mod:`trainer.rollout.deferred_rewards`); ``success_at`` stays with the caller."""
         kind = request.get("kind")
-        if kind not in ("rule", "judge"):
-            raise ValueError(f"a reward request's kind is 'rule' or 'judge', got {kind!r}")
+        if kind not in KINDS:
+            raise ValueError(f"a reward request's kind is one of {KINDS}, got {kind!r}")
         payload = {k: v for k, v in request.items() if k not in ("kind", "success_at")}
         return cls(id, kind, payload)
 
@@ -93,19 +98,20 @@ class ScoreResult:
 
 
 class RewardWorker:
-    """The actor: scores batches of one kind, ``"rule"`` with a
-    :class:`~trainer.rewards.rule.RuleScorer` or ``"judge"`` with a
+    """The actor: scores batches of one kind: ``"rule"`` and ``"sandbox"`` (a function run with
+    a deadline: a verifier, or code run against tests) with a
+    :class:`~trainer.rewards.rule.RuleScorer`, ``"judge"`` with a
     :class:`~trainer.rewards.judge.Judge` (made on the first batch)."""
 
     def __init__(
-        self, kind: str, rule_deadline_s: float, judge: str | None, judge_timeout_s: float
+        self, kind: str, deadline_s: float, judge: str | None, judge_timeout_s: float
     ) -> None:
         self.kind = kind
         self.rules: Any = None
-        if kind == "rule":
+        if kind in ("rule", "sandbox"):
             from trainer.rewards.rule import RuleScorer
 
-            self.rules = RuleScorer(rule_deadline_s)
+            self.rules = RuleScorer(deadline_s)
         self.judge_spec, self.judge_timeout_s = judge, judge_timeout_s
         self._judge: Any = None
 
@@ -179,6 +185,9 @@ class RewardPool:
         judge_workers: judge workers (each loads the judge on its first batch).
         judge_num_cpus, judge_num_gpus: each judge worker's Ray resources.
         judge_timeout_s: the most seconds one judge call may take.
+        sandbox_workers: sandbox workers, started on the first sandbox request.
+        sandbox_num_cpus: each sandbox worker's CPUs.
+        sandbox_deadline_s: the most seconds one sandbox request may take.
         max_tries: a batch whose worker died is given out again up to this many times.
     """
 
@@ -198,6 +207,9 @@ class RewardPool:
         judge_num_cpus: float = 1,
         judge_num_gpus: float = 0,
         judge_timeout_s: float = 60.0,
+        sandbox_workers: int = 1,
+        sandbox_num_cpus: float = 0.5,
+        sandbox_deadline_s: float = 60.0,
         max_tries: int = 3,
     ) -> None:
         if not 1 <= min_workers <= max_workers:
@@ -205,8 +217,11 @@ class RewardPool:
                 f"reward workers need 1 <= min_workers <= max_workers, got {min_workers} and "
                 f"{max_workers}"
             )
-        if batch_size < 1 or grow_after < 1 or max_tries < 1 or judge_workers < 1:
-            raise ValueError("batch_size, grow_after, max_tries and judge_workers must be >= 1")
+        counts = {"batch_size": batch_size, "grow_after": grow_after, "max_tries": max_tries,
+                  "judge_workers": judge_workers, "sandbox_workers": sandbox_workers}  # fmt: skip
+        too_few = [name for name, count in counts.items() if count < 1]
+        if too_few:
+            raise ValueError(f"{', '.join(too_few)} must be >= 1")
         if judge is not None:
             from trainer.rewards.judge import check_judge_spec
 
@@ -214,7 +229,10 @@ class RewardPool:
         import ray
 
         self._ray = ray
-        groups = [("rule workers", min_workers, num_cpus, num_gpus)]
+        groups = [
+            ("rule workers", min_workers, num_cpus, num_gpus),
+            ("sandbox workers", sandbox_workers, sandbox_num_cpus, 0.0),
+        ]
         if judge is not None:
             groups.append(("judge workers", judge_workers, judge_num_cpus, judge_num_gpus))
         _check_fits(ray, groups)
@@ -223,20 +241,23 @@ class RewardPool:
             "rule": actor.options(
                 num_cpus=num_cpus, num_gpus=num_gpus, resources=resources or {}, max_restarts=0
             ),
+            "sandbox": actor.options(num_cpus=sandbox_num_cpus, max_restarts=0),
             "judge": actor.options(
                 num_cpus=judge_num_cpus, num_gpus=judge_num_gpus, max_restarts=0
             ),
         }
-        self.judge = judge
-        self._worker_args = (rule_deadline_s, judge, judge_timeout_s)
+        self.judge, self.sandbox_workers = judge, sandbox_workers
+        self._deadlines = {"rule": rule_deadline_s, "sandbox": sandbox_deadline_s, "judge": 0.0}
+        self._judge_args = (judge, judge_timeout_s)
         self.min_workers, self.max_workers, self.grow_after = min_workers, max_workers, grow_after
         self.batch_size, self.max_tries = batch_size, max_tries
         self.stats = PoolStats()
         self._lock = threading.Condition()
-        self._queues: dict[str, deque[_Batch]] = {"rule": deque(), "judge": deque()}
-        self._idle: dict[str, list[Any]] = {"rule": [], "judge": []}
+        self._queues: dict[str, deque[_Batch]] = {kind: deque() for kind in KINDS}
+        self._idle: dict[str, list[Any]] = {kind: [] for kind in KINDS}
         self._running: dict[Any, tuple[Any, _Batch]] = {}  # ObjectRef -> (worker, batch)
         self._closed = False
+        self._sandboxes_started = False
         for _ in range(min_workers):
             self._idle["rule"].append(self._new_worker("rule"))
         for _ in range(judge_workers if judge is not None else 0):
@@ -277,6 +298,10 @@ class RewardPool:
                     results = [ScoreResult(r.id, None, f"unknown kind {kind!r}") for r in part]
                     submission.add_results(results, self.stats)
                 else:
+                    if kind == "sandbox" and not self._sandboxes_started:
+                        self._sandboxes_started = True
+                        for _ in range(self.sandbox_workers):
+                            self._idle["sandbox"].append(self._new_worker("sandbox"))
                     self._queues[kind].append(_Batch(kind, part, submission))
             self._lock.notify_all()
         return future
@@ -296,7 +321,7 @@ class RewardPool:
 
     # ------------------------------------------------------------------ the dispatcher
     def _new_worker(self, kind: str) -> Any:
-        worker = self._actor_classes[kind].remote(kind, *self._worker_args)
+        worker = self._actor_classes[kind].remote(kind, self._deadlines[kind], *self._judge_args)
         self.stats.workers_started += 1
         return worker
 

@@ -6,6 +6,7 @@ data naming what scores it::
 
     {"kind": "rule", "rule": "module:function", "response": "...", "data": {...},
      "success_at": 1.0}
+    {"kind": "sandbox", "rule": "module:function", "response": "<code>", "data": {...}}
     {"kind": "judge", "question": "...", "response": "...", "reference": "...",
      "success_at": 1.0}
 
@@ -127,7 +128,7 @@ class SlowScoring(gym.Wrapper):
 
         obs, reward, terminated, truncated, info = self.env.step(action)
         request = info.get("reward_request")
-        if request is not None and request.get("kind") == "rule":
+        if request is not None and request.get("kind") in ("rule", "sandbox"):
             data = {"rule": request["rule"], "delay_s": self.delay_s, **request["data"]}
             info["reward_request"] = {
                 **request, "rule": "trainer.rewards.rule:slowed", "data": data,

@@ -484,6 +484,6 @@ def check_defers_rewards(env_id: str) -> None:
     if not rollenv.spec(env_id).takes("defer_reward"):
         raise ValueError(
             f"{env_id} scores its rewards inside step; reward workers need an env that takes "
-            "defer_reward=True (InstructionFollowing-v0, JudgedAnswer-v0, or a Mixture-v0 of "
-            "envs, of which those that take it defer)"
+            "defer_reward=True (InstructionFollowing-v0, JudgedAnswer-v0, MathVerify-v0, "
+            "CodeSandbox-v0, or a Mixture-v0, whose members that take it defer)"
         )

