@@ -405,3 +405,34 @@ def test_eval_before_and_max_minutes_evaluate_the_start_and_the_end(tmp_path):
     assert checkpoint_step(latest_checkpoint(tmp_path)) == 1
     logged = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in logged if "eval/success" in r] == [0, 1]
+
+
+def test_a_judge_that_hangs_leaves_episodes_unscored_and_training_goes_on(tmp_path, hanging_server):
+    ray = pytest.importorskip("ray")
+    pytest.importorskip("reasoning_gym")
+    pipeline = _pipeline(
+        tmp_path,
+        "env.id=JudgedAnswer-v0",
+        "env.kwargs={answer_format: {tag: null, separator: null}}",
+        "env.constrain_to_actions=false",
+        "env.max_turns=1",
+        "sampling.max_new_tokens=4",
+        "rewards.pool=true",
+        "rewards.worker_cpus=0.25",
+        f"rewards.judge=openai:{hanging_server}#judge",
+        "rewards.judge_worker_cpus=0.25",
+        "rewards.judge_timeout_s=1",
+    )
+    try:
+        played = []
+        rollout = pipeline.manager.rollout
+        pipeline.manager.rollout = lambda *a, **k: played.extend(rollout(*a, **k)) or played
+        metrics = pipeline.train_step()  # the random model's replies: the rule takes none
+        # each cut at the judge's 1 s timeout (the server holds a call 30 s)
+        judged = [t for t in played if t.reward_request is not None]
+        assert judged and all("did not answer within 1 s" in t.unscored for t in judged)
+        assert metrics["train/unscored_episodes"] == len(judged)
+        assert pipeline.step == 1  # the step is counted and the run goes on
+    finally:
+        pipeline.close()
+        ray.shutdown()
