@@ -86,8 +86,11 @@ def rollout_metrics(trajectories: list[Trajectory], prefix: str) -> dict[str, fl
         by_env.setdefault(t.env_id, []).append(t)
     if len(by_env) > 1:  # a mix of envs (env.mix): each member's share and results
         for env_id, mine in sorted(by_env.items()):
-            metrics[f"{prefix}/{env_id}/success"] = float(np.mean([t.success for t in mine]))
-            metrics[f"{prefix}/{env_id}/return"] = float(np.mean([t.episode_return for t in mine]))
+            mine_scored = [t for t in mine if t.unscored is None] or mine
+            metrics[f"{prefix}/{env_id}/success"] = float(np.mean([t.success for t in mine_scored]))
+            metrics[f"{prefix}/{env_id}/return"] = float(
+                np.mean([t.episode_return for t in mine_scored])
+            )
             metrics[f"{prefix}/{env_id}/episodes"] = float(len(mine))
     return metrics
 

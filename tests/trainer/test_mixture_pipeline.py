@@ -109,3 +109,20 @@ def test_one_pipeline_step_on_a_mix_reports_each_env(tmp_path):
     assert len(eval_members) == 2
     for env_id, groups in eval_members.items():
         assert evaluation[f"eval/{env_id}/episodes"] == groups
+
+
+def test_rollout_metrics_leave_unscored_episodes_out_of_success_and_return():
+    unscored = _trajectory("FrozenLake-v0", 0.0, False)
+    unscored.unscored = "the judge timed out"
+    mixed = [
+        _trajectory("FrozenLake-v0", 1.0, True),
+        unscored,
+        _trajectory("SimpleSokoban-v0", -0.5, False),
+        _trajectory("SimpleSokoban-v0", 0.5, False),
+    ]
+    metrics = rollout_metrics(mixed, "rollout")
+    assert metrics["rollout/unscored"] == 0.25
+    assert metrics["rollout/success"] == pytest.approx(1 / 3)
+    assert metrics["rollout/FrozenLake-v0/success"] == 1.0  # the scored one only
+    assert metrics["rollout/FrozenLake-v0/episodes"] == 2
+    assert metrics["rollout/SimpleSokoban-v0/return"] == 0.0
