@@ -334,11 +334,6 @@ class Config(_Section):
                 "algorithm.dynamic_sampling needs rollout.mode=local (the Ray rollouts do not "
                 "replace uniform groups yet)"
             )
-        if self.rewards.pool and self.rollout.mode != "local":
-            raise ValueError(
-                "rewards.pool needs rollout.mode=local (the Ray env managers do not hand "
-                "episodes to reward workers yet)"
-            )
         if self.rewards.min_workers > self.rewards.max_workers:
             raise ValueError("rewards.min_workers is larger than rewards.max_workers")
         if self.rollout.mode == "local":

@@ -185,6 +185,7 @@ class Pipeline:
         np.random.seed(config.train.seed % 2**32)
 
         self.reward_pool = None
+        self._started_ray = False
         if config.rewards.pool:  # before any model loads: a wrong env or judge fails at once
             self.reward_pool = self._start_reward_pool()
         model_name = self._warm_started_model(resume) if config.sft.before_rl else config.model.name
@@ -214,7 +215,9 @@ class Pipeline:
             from trainer.rollout.ray_rollouts import RayRollouts
 
             self._log("Starting env manager and generator actors on Ray...")
-            self.rollouts = RayRollouts(config, model_name, self.tokenizer, self.sampling)
+            self.rollouts = RayRollouts(
+                config, model_name, self.tokenizer, self.sampling, reward_pool=self.reward_pool
+            )
             self.rollouts.push_weights(self.strategy.inference_state_dict(), version=0)
         else:
             self.generator = generator_for(config, generator_model, self.tokenizer, device)
@@ -244,8 +247,12 @@ class Pipeline:
 
         settings = self.config.rewards
         check_defers_rewards(self.config.env.id)
-        if not ray.is_initialized():
-            ray.init(include_dashboard=False, log_to_driver=False)
+        if not ray.is_initialized():  # the Ray rollouts then join this cluster
+            ray.init(
+                address=self.config.rollout.ray_address, include_dashboard=False,
+                log_to_driver=False,
+            )  # fmt: skip
+            self._started_ray = True
         self._log(f"Starting {settings.min_workers} reward worker(s) on Ray...")
         return RewardPool(
             min_workers=settings.min_workers,
@@ -474,6 +481,11 @@ class Pipeline:
         if self.reward_pool is not None:
             self.reward_pool.close()
             self.reward_pool = None
+        if self._started_ray:
+            import ray
+
+            ray.shutdown()
+            self._started_ray = False
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> dict[str, float]:

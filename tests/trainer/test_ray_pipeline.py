@@ -84,3 +84,36 @@ def test_ray_only_settings_are_refused_in_local_mode():
         ConfigError, match=r"rollout\.async_generation_ratio needs rollout\.mode=ray"
     ):
         load_config(None, ["rollout.async_generation_ratio=2"])
+
+
+def test_env_manager_actors_hand_episodes_to_reward_workers(tmp_path, local_ray):
+    config = load_config(
+        None,
+        [
+            *BASE,
+            f"train.output_dir={tmp_path}",
+            "env.id=InstructionFollowing-v0",
+            "env.kwargs={answer_format: {tag: null, separator: null}}",
+            "env.constrain_to_actions=false",
+            "env.max_turns=1",
+            "sampling.max_new_tokens=8",
+            "rollout.env_manager_cpus=0.25",
+            "rewards.pool=true",
+            "rewards.worker_cpus=0.25",
+        ],
+    )
+    pipeline = Pipeline(config, log=None)
+    try:
+        played = []
+        rollout = pipeline.rollouts.rollout
+        pipeline.rollouts.rollout = lambda *a, **k: played.extend(rollout(*a, **k)) or played
+        metrics = pipeline.train_step()
+        assert len(played) == 16 and metrics["train/unscored_episodes"] == 0.0
+        # each answer was scored by a rule worker, none in the env actors (an empty reply is
+        # no answer: its format penalty needs no scoring)
+        answered = [t for t in played if t.reward_request is not None]
+        assert answered and all(t.reward_request["kind"] == "rule" for t in answered)
+        assert pipeline.reward_pool.stats.requests_by_kind == {"rule": len(answered)}
+        assert pipeline.reward_pool.stats.requests_scored == len(answered)
+    finally:
+        pipeline.close()

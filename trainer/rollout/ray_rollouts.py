@@ -23,7 +23,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainer.config import Config
 from trainer.generation.base import SamplingParams
@@ -32,6 +32,9 @@ from trainer.rollout.env_actor import launch_env_managers
 from trainer.rollout.scheduler import RolloutScheduler
 from trainer.rollout.trajectory import Trajectory
 from trainer.seeds import step_seeds
+
+if TYPE_CHECKING:
+    from trainer.rewards.pool import RewardPool
 
 __all__ = ["RayRollouts"]
 
@@ -45,10 +48,17 @@ class RayRollouts:
             pushes its policy's weights before the first step anyway.
         tokenizer: the policy's tokenizer (env actors get a torch-free copy of it).
         sampling: sampling parameters of training episodes.
+        reward_pool: reward workers: the envs are made with ``defer_reward=True`` and the
+            schedulers hand ended episodes to the pool.
     """
 
     def __init__(
-        self, config: Config, model: str, tokenizer: Any, sampling: SamplingParams
+        self,
+        config: Config,
+        model: str,
+        tokenizer: Any,
+        sampling: SamplingParams,
+        reward_pool: RewardPool | None = None,
     ) -> None:
         import ray
 
@@ -87,7 +97,7 @@ class RayRollouts:
             max_envs=settings.envs_per_manager,
             episode_timeout_s=settings.episode_timeout_s,
             sampling=sampling,
-            env_kwargs=env.make_kwargs,
+            env_kwargs={**env.make_kwargs, **({"defer_reward": True} if reward_pool else {})},
             max_turns=env.max_turns,
             context=env.context,
             window=env.window,
@@ -99,10 +109,12 @@ class RayRollouts:
             redundancy=settings.redundancy,
             max_staleness=settings.async_generation_ratio,
             max_retries=settings.max_retries,
+            reward_pool=reward_pool,
         )
         self.eval_scheduler = RolloutScheduler(
-            self.env_actors, group_size=1, max_retries=settings.max_retries
-        )
+            self.env_actors, group_size=1, max_retries=settings.max_retries,
+            reward_pool=reward_pool,
+        )  # fmt: skip
         self._groups_submitted = 0
         self.last_staleness: list[int] = []  # weight versions behind, of the last step's groups
 

@@ -15,6 +15,11 @@ on. With ``max_staleness=0`` rollout and training alternate, as in a synchronous
 An episode whose actor raised is played again, on another actor when there is one, up to
 ``max_retries`` times; after that :meth:`collect` raises with the last error.
 
+With a ``reward_pool``, an ended episode that carries a ``reward_request`` (its env deferred
+the scoring) is handed to the reward workers at once, and its group is complete when its
+``group_size`` episodes have ended *and* their scores are in
+(:mod:`~trainer.rollout.deferred_rewards`); the actors play other episodes meanwhile.
+
 Example:
     >>> scheduler = RolloutScheduler(actors, group_size=4, redundancy=2)  # doctest: +SKIP
     >>> scheduler.submit(seed=7, group_id=0, version=0)  # doctest: +SKIP
@@ -28,10 +33,14 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainer.generation.base import SamplingParams
+from trainer.rollout.deferred_rewards import DeferredRewards
 from trainer.rollout.trajectory import Trajectory
+
+if TYPE_CHECKING:
+    from trainer.rewards.pool import RewardPool
 
 __all__ = ["EpisodeFailedError", "Group", "RolloutScheduler"]
 
@@ -51,6 +60,7 @@ class Group:
     sampling: SamplingParams | None = None
     trajectories: list[Trajectory] = field(default_factory=list)
     running: dict[Any, int] = field(default_factory=dict)  # episode ref -> tries so far
+    scoring: int = 0  # ended episodes whose rewards are not in yet
 
 
 class RolloutScheduler:
@@ -63,6 +73,7 @@ class RolloutScheduler:
         max_staleness: how many weight versions older than the current a group may have
             started under and still be trained on.
         max_retries: times an episode whose actor raised is played again.
+        reward_pool: reward workers for the episodes whose envs defer their scoring.
     """
 
     def __init__(
@@ -73,6 +84,7 @@ class RolloutScheduler:
         redundancy: int = 0,
         max_staleness: int = 0,
         max_retries: int = 2,
+        reward_pool: RewardPool | None = None,
     ) -> None:
         if not env_actors:
             raise ValueError("RolloutScheduler needs at least one env manager actor")
@@ -87,6 +99,7 @@ class RolloutScheduler:
         self._groups: dict[int, Group] = {}
         self._owner: dict[Any, tuple[int, int]] = {}  # episode ref -> (group id, actor index)
         self._load = [0] * len(self.env_actors)
+        self._deferred = DeferredRewards(reward_pool) if reward_pool is not None else None
         self.metrics = {
             "episodes_finished": 0,
             "episodes_aborted": 0,
@@ -126,7 +139,12 @@ class RolloutScheduler:
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
             self.drop_stale(version)
-            done = [g for g in self._groups.values() if len(g.trajectories) >= self.group_size]
+            self._scores_in(block=False)
+            done = [
+                g
+                for g in self._groups.values()
+                if len(g.trajectories) >= self.group_size and g.scoring == 0
+            ]
             if len(done) >= num_groups:
                 done = sorted(done, key=lambda g: (g.version, g.started_s))[:num_groups]
                 for group in done:
@@ -137,6 +155,17 @@ class RolloutScheduler:
                     f"asked for {num_groups} groups but only {len(self._groups)} are running"
                 )
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if self._deferred is not None and len(self._deferred):
+                if not self._owner:  # only scores are awaited
+                    self._scores_in(block=True)
+                    continue
+                left = 0.2 if left is None else min(left, 0.2)  # look at the scores again soon
+                ready, _ = ray.wait(list(self._owner), num_returns=1, timeout=left)
+                if ready:
+                    self._episode_ended(ready[0])
+                elif deadline is not None and time.monotonic() >= deadline:
+                    raise TimeoutError(f"no episode ended within {timeout_s} s")
+                continue
             ready, _ = ray.wait(list(self._owner), num_returns=1, timeout=left)
             if not ready:
                 raise TimeoutError(f"no episode ended within {timeout_s} s")
@@ -188,11 +217,24 @@ class RolloutScheduler:
             self._start_episode(group, tries + 1, avoid=actor)
             return
         group.trajectories.append(trajectory)
+        if self._deferred is not None and trajectory.reward_request is not None:
+            group.scoring += 1
+            self._deferred.submit([(group_id, trajectory)])
         self.metrics["episodes_finished"] += 1
         if trajectory.finish_reason == "timeout":
             self.metrics["episodes_timeout"] += 1
         if len(group.trajectories) >= self.group_size:
             self._abort(group)
+
+    def _scores_in(self, block: bool) -> None:
+        """Counts the scores that came back against their groups (a group dropped meanwhile
+        is gone: its scores are ignored)."""
+        if self._deferred is None:
+            return
+        for group_id in self._deferred.finished(block=block):
+            group = self._groups.get(group_id)  # type: ignore[call-overload]
+            if group is not None:
+                group.scoring -= 1
 
     def _abort(self, group: Group) -> None:
         import ray
