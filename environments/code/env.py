@@ -293,7 +293,7 @@ def pass_at_1(
     env made with ``defer_reward=True``.
 
     Example:
-        >>> pass_at_1("def add(a, b):\n    return a + b", "humaneval", "HumanEval/53")
+        >>> pass_at_1("def add(x, y): return x + y", "humaneval", "HumanEval/53")
         ... # doctest: +SKIP
         1.0
     """
