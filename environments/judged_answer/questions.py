@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 JUDGED_EXTRA = 'pip install "rollenv[math]"'
@@ -39,6 +40,13 @@ def _dataset(source: str, seed: int) -> Any:
     return reasoning_gym.create_dataset(source, seed=seed, size=1, **options)
 
 
+@cache
+def _verifier(source: str) -> Any:
+    """A dataset of ``source`` kept for its ``score_answer`` (building one per answer cost a
+    generator's set-up at every step)."""
+    return _dataset(source, 0)
+
+
 def make_question(source: str, seed: int) -> Question:
     """The question of reasoning-gym's ``source`` for ``seed``.
 
@@ -66,7 +74,7 @@ def rule_accepts(question: Question, answer: str) -> bool:
     if not question.entry:
         return False
     try:
-        return float(_dataset(question.source, 0).score_answer(answer, question.entry)) >= 1.0
+        return float(_verifier(question.source).score_answer(answer, question.entry)) >= 1.0
     except Exception:  # a verifier that fails on an odd answer rejects it
         return False
 
