@@ -162,6 +162,12 @@ def _parse(text: str):
     return []
 
 
+def warm_up() -> None:
+    """Imports math-verify and sympy and runs one comparison, so that the first real answer is
+    not charged for them (a reward worker calls this before its deadline starts counting)."""
+    is_equivalent("0.5", "\\frac{1}{2}")
+
+
 def is_equivalent(answer: str, reference: str) -> bool:
     """Whether ``answer`` equals ``reference`` mathematically (``0.5`` = ``\\frac{1}{2}``).
 

@@ -9,6 +9,10 @@ runs in a child process (where the function runs on its main thread) and the par
 most ``deadline_s``; a call past it gets its child killed and a fresh child started, and the
 result is *unscored* (``None``), never a silent 0.
 
+The deadline counts the call alone. Loading a rule (importing its module, and running the
+module's ``warm_up()`` where it has one: math-verify imports sympy and builds its parsers on
+first use, seconds on a busy machine) has its own, longer ``load_timeout_s``.
+
 Example:
     >>> scorer = RuleScorer(deadline_s=5.0)
     >>> scorer.score("operator:eq", "4", {"b": "4"})  # operator.eq("4", b="4") is not allowed
@@ -27,7 +31,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-__all__ = ["RuleScorer", "ScoreOutcome", "resolve_rule", "slowed"]
+__all__ = ["RuleScorer", "ScoreOutcome", "resolve_rule", "slowed", "warm_up_rule"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,14 @@ class ScoreOutcome:
 
     score: float | None
     reason: str
+
+
+def warm_up_rule(name: str) -> None:
+    """Runs the ``warm_up()`` of the module holding rule ``name``, where it has one: the work a
+    first call would otherwise do inside its deadline (lazy imports, compiled grammars)."""
+    warm_up = getattr(importlib.import_module(name.partition(":")[0]), "warm_up", None)
+    if callable(warm_up):
+        warm_up()
 
 
 def resolve_rule(name: str) -> Any:
@@ -91,9 +103,14 @@ def _serve(connection: Connection) -> None:
         if message[0] == "load":
             try:
                 resolve_rule(message[1])
+                warm_up_rule(message[1])
                 connection.send((None, "loaded"))
             except ValueError as error:
                 connection.send((None, str(error)))
+            except Exception as error:  # a failing warm-up is the rule's outcome
+                connection.send(
+                    (None, f"the rule's warm_up failed: {type(error).__name__}: {error}"[:300])
+                )
             continue
         _, rule, response, data = message
         try:
@@ -136,8 +153,8 @@ class RuleScorer:
     def score(self, rule: str, response: str, data: dict[str, Any]) -> ScoreOutcome:
         """``rule(response, **data)`` as a score, or ``None`` past the deadline or on error.
 
-        The deadline counts the call only: a fresh child first imports the rule's module
-        (math-verify and sympy take seconds), within ``load_timeout_s``.
+        The deadline counts the call only: a fresh child first imports the rule's module and
+        runs its ``warm_up()`` (math-verify and sympy take seconds), within ``load_timeout_s``.
         """
         connection = self._connection or self._start()
         if rule not in self._loaded:

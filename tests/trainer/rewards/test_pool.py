@@ -39,6 +39,26 @@ def test_a_rule_past_its_deadline_is_cut_and_the_next_call_runs_in_a_fresh_proce
         scorer.close()
 
 
+def test_a_rules_warm_up_runs_at_load_outside_the_calls_deadline(tmp_path, monkeypatch):
+    (tmp_path / "warm_rule.py").write_text(
+        "import time\n"
+        "WARM = False\n"
+        "def warm_up():\n"
+        "    global WARM\n"
+        "    time.sleep(2.0)\n"
+        "    WARM = True\n"
+        "def score(response):\n"
+        "    return 1.0 if WARM else 0.0\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))  # a spawned child gets the parent's sys.path
+    scorer = RuleScorer(deadline_s=1.0)
+    try:
+        outcome = scorer.score("warm_rule:score", "x", {})
+        assert outcome.score == 1.0 and outcome.reason == "scored"
+    finally:
+        scorer.close()
+
+
 def test_rules_are_scored_by_the_workers_in_order(ray_cluster):
     pool = RewardPool(min_workers=1, max_workers=2, num_cpus=0.5, batch_size=2)
     try:
