@@ -103,14 +103,17 @@ def _serve(connection: Connection) -> None:
         if message[0] == "load":
             try:
                 resolve_rule(message[1])
-                warm_up_rule(message[1])
-                connection.send((None, "loaded"))
             except ValueError as error:
                 connection.send((None, str(error)))
+                continue
+            try:
+                warm_up_rule(message[1])
             except Exception as error:  # a failing warm-up is the rule's outcome
                 connection.send(
                     (None, f"the rule's warm_up failed: {type(error).__name__}: {error}"[:300])
                 )
+                continue
+            connection.send((None, "loaded"))
             continue
         _, rule, response, data = message
         try:

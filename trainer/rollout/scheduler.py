@@ -160,16 +160,11 @@ class RolloutScheduler:
                     self._scores_in(block=True)
                     continue
                 left = 0.2 if left is None else min(left, 0.2)  # look at the scores again soon
-                ready, _ = ray.wait(list(self._owner), num_returns=1, timeout=left)
-                if ready:
-                    self._episode_ended(ready[0])
-                elif deadline is not None and time.monotonic() >= deadline:
-                    raise TimeoutError(f"no episode ended within {timeout_s} s")
-                continue
             ready, _ = ray.wait(list(self._owner), num_returns=1, timeout=left)
-            if not ready:
+            if ready:
+                self._episode_ended(ready[0])
+            elif deadline is not None and time.monotonic() >= deadline:
                 raise TimeoutError(f"no episode ended within {timeout_s} s")
-            self._episode_ended(ready[0])
 
     def rollout(self, seeds: Sequence[int], version: int = 0) -> list[Trajectory]:
         """Synchronous use: one group per seed (ids ``0..``), all trajectories in seed order."""
