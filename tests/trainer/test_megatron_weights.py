@@ -387,12 +387,16 @@ def _cpu_forward_patches(monkeypatch):
     ``model_parallel_cuda_manual_seed`` (CUDA) adds. The test passes an explicit mask and patches
     the other two.
     """
-    from megatron.core import tensor_parallel
+    from megatron.core import parallel_state, tensor_parallel
 
     monkeypatch.setattr(torch.cuda, "current_device", lambda: "cpu")
     tracker = tensor_parallel.get_cuda_rng_tracker()
     monkeypatch.setattr(tracker, "fork", lambda *args, **kwargs: contextlib.nullcontext())
     yield
+    # Megatron's global memory buffer keeps the attention scores' tensor, made on the CPU here:
+    # a later forward on the GPU (test_megatron_logits_equal_hf_on_gpu) would be handed it
+    parallel_state.destroy_global_memory_buffer()
+    parallel_state._set_global_memory_buffer()
 
 
 def _input_ids(vocab_size: int, device: str = "cpu"):

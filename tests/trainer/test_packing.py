@@ -14,7 +14,12 @@ from trainer.batch import TokenBatch, micro_batches  # noqa: E402
 from trainer.config import LoraConfig  # noqa: E402
 from trainer.models import load_model  # noqa: E402
 from trainer.strategies.logprobs import Layout, score_layout, sequence_logprobs  # noqa: E402
-from trainer.strategies.packing import pack, packed_attention, supports_packing  # noqa: E402
+from trainer.strategies.packing import (  # noqa: E402
+    pack,
+    packed_attention,
+    recompute_contexts,
+    supports_packing,
+)
 from trainer.strategies.torch_strategy import LossSettings, TorchStrategy  # noqa: E402
 
 ATOL = RTOL = 1e-5
@@ -165,6 +170,38 @@ def test_train_step_packed_matches_padded(lora, aggregation, critic):
     assert grads_padded.keys() == grads_packed.keys()
     for name, grad in grads_padded.items():
         torch.testing.assert_close(grads_packed[name], grad, atol=1e-5, rtol=1e-3, msg=name)
+
+
+def test_checkpointed_layers_are_recomputed_packed():
+    """FSDP2's ``train.activation_checkpointing``: each layer is recomputed in the backward
+    pass, after packing's context is left; without ``recompute_contexts`` the recomputed
+    attention would cross sequences (torch raises CheckpointError, other tensors saved)."""
+    base, tokenizer = load_model("tiny-random", seed=0)
+    sequences, masks = random_batch(len(tokenizer), count=8, seed=3)
+    rng = torch.Generator().manual_seed(0)
+    batch = TokenBatch(
+        token_ids=sequences,
+        loss_mask=masks,
+        advantages=[torch.randn(len(s), generator=rng) for s in sequences],
+        old_logprobs=[torch.full((len(s),), -10.0) for s in sequences],
+    )
+    grads = {}
+    for checkpointed in (False, True):
+        model = copy.deepcopy(base)
+        if checkpointed:
+            model.gradient_checkpointing_enable(
+                gradient_checkpointing_kwargs={
+                    "use_reentrant": False,
+                    "context_fn": recompute_contexts,
+                }
+            )
+        strategy = TorchStrategy(
+            model, pad_id=tokenizer.pad_token_id, micro_batch_tokens=120, packing=checkpointed
+        )
+        strategy.train_step(batch)
+        grads[checkpointed] = {n: p.grad.clone() for n, p in model.named_parameters()}
+    for name, grad in grads[False].items():
+        torch.testing.assert_close(grads[True][name], grad, atol=1e-5, rtol=1e-3, msg=name)
 
 
 def test_models_without_checked_packing_are_padded():

@@ -20,7 +20,7 @@ anything else is padded as before (:func:`supports_packing`).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass
 
@@ -40,6 +40,7 @@ ATTENTION_NAME = "rollenv_packed_sdpa"
 @dataclass
 class _Packed:
     lengths: list[int]
+    config: object  # the model's Hugging Face config, whose attention is switched while packed
     calls: int = 0
 
 
@@ -111,20 +112,40 @@ def packed_attention(model: nn.Module, lengths: list[int]) -> Iterator[None]:
     attention would have crossed sequences).
     """
     _register()
-    config = base_config(model)
-    previous = config._attn_implementation
-    state = _Packed(list(lengths))
-    token = _ACTIVE.set(state)
-    config._attn_implementation = ATTENTION_NAME
-    try:
+    state = _Packed(list(lengths), base_config(model))
+    with _packed(state):
         yield
-    finally:
-        config._attn_implementation = previous
-        _ACTIVE.reset(token)
     if state.calls == 0:
         raise RuntimeError(
             f"{type(model).__name__} did not use the attention interface; it cannot be packed"
         )
+
+
+@contextmanager
+def _packed(state: _Packed) -> Iterator[None]:
+    previous = state.config._attn_implementation
+    token = _ACTIVE.set(state)
+    state.config._attn_implementation = ATTENTION_NAME
+    try:
+        yield
+    finally:
+        state.config._attn_implementation = previous
+        _ACTIVE.reset(token)
+
+
+def recompute_contexts() -> tuple[AbstractContextManager, AbstractContextManager]:
+    """``context_fn`` for ``torch.utils.checkpoint``: a checkpointed layer is recomputed in
+    the backward pass, after :func:`packed_attention` has been left, so its recomputation is
+    run in the packed state its forward saw (without this, the recomputed attention would
+    cross sequences, and torch stops with ``CheckpointError``: other tensors were saved).
+
+    Example:
+        >>> forward, recompute = recompute_contexts()  # outside packing: nothing to restore
+        >>> with forward, recompute:
+        ...     pass
+    """
+    state = _ACTIVE.get()
+    return nullcontext(), (_packed(state) if state is not None else nullcontext())
 
 
 def pack(sequences: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:

@@ -23,6 +23,7 @@ import torch.distributed as dist
 from torch import nn
 
 from trainer.strategies.logprobs import SelectedLogits
+from trainer.strategies.packing import recompute_contexts
 from trainer.strategies.torch_strategy import TorchStrategy, read_model_folder
 
 
@@ -148,7 +149,10 @@ class FSDP2Strategy(_ShardedStrategy):
             )
         if self._activation_checkpointing:
             self.model.gradient_checkpointing_enable(
-                gradient_checkpointing_kwargs={"use_reentrant": False}
+                gradient_checkpointing_kwargs={
+                    "use_reentrant": False,
+                    "context_fn": recompute_contexts,  # a packed layer is recomputed packed
+                }
             )
         for layer in _decoder_layers(self.model):
             fully_shard(layer, **shard_options)
