@@ -32,6 +32,16 @@ stored chunk: making the envs, playing, and writing to the store. A fresh engine
 up once per env (the full eval's once), so the extrapolation errs long, the more so with a
 sample smaller than a chunk.
 
+**The compute floor**: every token the model runs passes through all its weight matrices (the
+output head included), ``2 x matrix parameters`` floating-point operations a token. Per env,
+the sample's tokens an episode x the env's seeds in ``core-v0``, summed, times that, over the
+best matrix-product speed measured on this machine in the same run (float32 and bfloat16, a
+large square product and the decode step's shape, ``--batch-size`` rows), is a time the eval
+cannot go below with this model on this CPU. Two counts: the reply tokens alone, and each
+episode's whole context once (its last prompt and last reply: every earlier turn is a prefix of
+it when the prompt holds the whole episode, and prefix reuse could at best run it once).
+Attention, sampling and the envs are not counted.
+
 ``--full`` plays the whole ``core-v0`` in one call with our engine only and reports the real
 wall time (it writes ``eval_throughput_full.json`` unless ``--json`` says otherwise; check the
 extrapolation of a sample run first).
@@ -64,6 +74,7 @@ from table import print_table
 
 from leaderboard.store import ResultStore
 from leaderboard.suites import Suite, load_suite
+from trainer.models import model_config
 from trainer.suite_eval import evaluate_suite, parse_model
 
 OURS, BASELINE = "continuous", "hf"
@@ -163,10 +174,12 @@ def run_eval(args: argparse.Namespace, backend: str, suite: Suite, db: Path) -> 
     """
     label = LABELS[backend]
     started: list[float] = []  # when the eval is in the store, after the model's load
+    eval_ids: list[int] = []
     stored: list[tuple[str, float]] = []  # (env id, when a chunk of it was stored)
 
     def on_start(eval_id: int, stored_before: int) -> None:
         started.append(time.perf_counter())
+        eval_ids.append(eval_id)
 
     def progress(env_id: str, done: int) -> None:
         stored.append((env_id, time.perf_counter()))
@@ -192,6 +205,7 @@ def run_eval(args: argparse.Namespace, backend: str, suite: Suite, db: Path) -> 
             on_start=on_start,
         )
         finished = time.perf_counter()
+        context = {env.id: context_tokens(store, eval_ids[0], env.id) for env in suite.envs}
     (eval_started,) = started  # force=True: the eval always starts, once
     seconds = env_seconds(eval_started, stored, [env.id for env in suite.envs])
     waited_after = cpu_wait_us()
@@ -210,6 +224,7 @@ def run_eval(args: argparse.Namespace, backend: str, suite: Suite, db: Path) -> 
             "mean_turns": result.mean_turns,
             "prompt_tokens_per_episode": result.prompt_tokens / n,
             "reply_tokens_per_episode": result.reply_tokens / n,
+            "context_tokens_per_episode": context[env.id] / n,
             "reply_tokens_per_s": result.reply_tokens / seconds[env.id],
             "successes": result.successes,
             "success_rate": result.success_rate,
@@ -224,6 +239,54 @@ def run_eval(args: argparse.Namespace, backend: str, suite: Suite, db: Path) -> 
         "cpu_wait": cpu_wait,
         "envs": envs,
     }
+
+
+def context_tokens(store: ResultStore, eval_id: int, env_id: str) -> int:
+    """Tokens the model had to run at least once over an env's episodes: each episode's last
+    prompt and last reply (the whole episode, where the prompt holds it), or all its reply
+    tokens if more."""
+    total = 0
+    for summary in store.episodes(eval_id, env_id):
+        record = store.episode(summary.episode_id)
+        last = record.turns[-1] if record.turns else None
+        final = last.prompt_tokens + last.reply_tokens if last is not None else 0
+        total += max(final, record.reply_tokens)
+    return total
+
+
+def matrix_parameters(config: Any) -> int:
+    """Parameters a token's forward multiplies by, from a decoder's Hugging Face ``config``:
+    every linear layer of every layer and the output head (the embedding is a lookup; norms
+    are vectors)."""
+    hidden, inter = config.hidden_size, config.intermediate_size
+    head_dim = getattr(config, "head_dim", None) or hidden // config.num_attention_heads
+    kv_heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
+    attention = 2 * hidden * config.num_attention_heads * head_dim  # q and o
+    attention += 2 * hidden * kv_heads * head_dim  # k and v
+    per_layer = attention + 3 * hidden * inter  # gate, up, down
+    return config.num_hidden_layers * per_layer + config.vocab_size * hidden
+
+
+def best_matmul_gflops(rows: int, hidden: int, inter: int, budget_s: float = 1.0) -> dict:
+    """GFLOP/s of ``F.linear`` at this process's torch threads: float32 on a 2048-square
+    product and on the decode step's ``rows x hidden -> inter``; bfloat16 on the latter."""
+    import torch.nn.functional as F  # noqa: N812
+
+    shapes = {
+        "float32 2048x2048x2048": (2048, 2048, 2048, torch.float32),
+        f"float32 {rows}x{hidden}x{inter}": (rows, hidden, inter, torch.float32),
+        f"bfloat16 {rows}x{hidden}x{inter}": (rows, hidden, inter, torch.bfloat16),
+    }
+    speeds = {}
+    for label, (m, k, n, dtype) in shapes.items():
+        x, w = torch.randn(m, k).to(dtype), torch.randn(n, k).to(dtype)
+        F.linear(x, w)  # warm-up
+        count, clock = 0, time.perf_counter()
+        while time.perf_counter() - clock < budget_s:
+            F.linear(x, w)
+            count += 1
+        speeds[label] = 2 * m * k * n * count / (time.perf_counter() - clock) / 1e9
+    return speeds
 
 
 def parse_caps(text: str, parser: argparse.ArgumentParser) -> dict[str, int]:
@@ -517,6 +580,32 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"({args.batch_size}): the extrapolation errs long (the full eval keeps its "
                 "batch full as episodes end)"
             )
+    config = model_config(args.model)
+    speeds = best_matmul_gflops(args.batch_size, config.hidden_size, config.intermediate_size)
+    peak = max(speeds.values())
+    weights = matrix_parameters(config)
+
+    def over_suite(key: str) -> float:  # an episode's figure x the env's seeds, summed
+        return sum(per_arm[OURS][e][key] * full_counts[e] for e in env_ids)
+
+    tokens = {"reply": over_suite("reply_tokens_per_episode")}
+    tokens["context"] = over_suite("context_tokens_per_episode")
+    floor = {k: 2 * weights * n / (peak * 1e9) / 60 for k, n in tokens.items()}
+    summary["floor"] = {
+        "matrix_parameters": weights,
+        "tokens": tokens,
+        "matmul_gflops": speeds,
+        "minutes": floor,
+    }
+    print(
+        f"compute floor of {scope}, each token x 2 x {weights / 1e6:.1f} M matrix parameters "
+        f"at this machine's best matrix product in this run, {peak:.0f} GFLOP/s ("
+        + ", ".join(f"{k}: {v:.1f}" for k, v in speeds.items())
+        + f"): the reply tokens alone ({tokens['reply'] / 1e6:.2f} M) {floor['reply']:.0f} "
+        f"min; every episode's whole context, prompts and replies, once "
+        f"({tokens['context'] / 1e6:.2f} M tokens) {floor['context']:.0f} min; attention, "
+        "sampling and the envs not counted"
+    )
     waits = [per_arm[b][e]["cpu_wait"] for b in arms for e in env_ids]
     if any(w is not None and w > NOISY_WAIT for w in waits):
         print(

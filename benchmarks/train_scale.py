@@ -247,30 +247,50 @@ COLUMNS = {  # heading -> its cell for one result
 }
 
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="smollm2-135m", help="smollm2-135m or tiny-random")
-    parser.add_argument("--sequences", type=int, default=8, help="sequences in the batch (8)")
-    parser.add_argument("--length", type=int, default=256, help="tokens per sequence (256)")
-    parser.add_argument("--micro-batch-tokens", type=int, default=2048, help="(2048)")
-    parser.add_argument("--warmup", type=int, default=1, help="untimed steps first (1)")
-    parser.add_argument("--steps", type=int, default=3, help="timed steps; median (3)")
+def parse_batch_arguments(
+    parser: argparse.ArgumentParser,
+    argv: Sequence[str] | None,
+    *,
+    labels: list[str],
+    defaults: dict[str, int],
+    json_name: str,
+) -> argparse.Namespace:
+    """Adds the flags this benchmark and ``train_scale_gpu.py`` share (the batch, the timed
+    steps, the strategies, ``--json``, ``--quick``) with these ``defaults`` and parses
+    ``argv``."""
+    for flag, help_text in [
+        ("sequences", "sequences in the batch"),
+        ("length", "tokens per sequence"),
+        ("micro-batch-tokens", "the micro-batch budget"),
+        ("steps", "timed steps; median"),
+    ]:
+        default = defaults[flag.replace("-", "_")]
+        parser.add_argument(f"--{flag}", type=int, default=default, help=f"{help_text} ({default})")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--only",
         nargs="+",
-        choices=list(STRATEGIES),
-        default=list(STRATEGIES),
+        choices=labels,
+        default=labels,
         metavar="LABEL",
         help="the strategies to measure (torch x1, the baseline, always runs)",
     )
     add_common_arguments(
         parser,
-        default_json=RESULTS_DIR / "train_scale.json",
+        default_json=RESULTS_DIR / json_name,
         quick="tiny-random model, 4 sequences of 64 tokens, 2 timed steps",
     )
-    args = parse_arguments(
-        parser, argv, {"model": "tiny-random", "sequences": 4, "length": 64, "steps": 2}
+    quick = {"model": "tiny-random", "sequences": 4, "length": 64, "steps": 2}
+    return parse_arguments(parser, argv, quick)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="smollm2-135m", help="smollm2-135m or tiny-random")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed steps first (1)")
+    defaults = {"sequences": 8, "length": 256, "micro_batch_tokens": 2048, "steps": 3}
+    args = parse_batch_arguments(
+        parser, argv, labels=list(STRATEGIES), defaults=defaults, json_name="train_scale.json"
     )
     if args.steps < 1 or args.warmup < 0 or args.length < 2 or args.sequences < 2:
         parser.error("need --steps >= 1, --warmup >= 0, --length >= 2, --sequences >= 2")

@@ -1,5 +1,6 @@
-"""Tokens/s and peak device memory of one policy update on one GPU: one process against the
-sharded strategies at world size 1.
+"""One policy update on one GPU: tokens/s and peak memory, torch x1 against sharded strategies.
+
+The sharded strategies run at world size 1.
 
 One machine with one GPU cannot run a world of two (NCCL refuses two ranks on one device), so
 this measures what one GPU can show of ``benchmarks/train_scale.py``: the sharded strategies'
@@ -40,9 +41,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from report import RESULTS_DIR, add_common_arguments, parse_arguments, write_report
+from report import write_report
 from table import print_table
-from train_scale import build_batch
+from train_scale import build_batch, parse_batch_arguments
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))  # benchmark this checkout
@@ -219,26 +220,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="draw random weights for this folder's config.json (and use its tokenizer)",
     )
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
-    parser.add_argument("--sequences", type=int, default=32, help="sequences in the batch (32)")
-    parser.add_argument("--length", type=int, default=512, help="tokens per sequence (512)")
-    parser.add_argument("--micro-batch-tokens", type=int, default=8192, help="(8192)")
-    parser.add_argument("--steps", type=int, default=5, help="timed steps; median (5)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument(
-        "--only",
-        nargs="+",
-        choices=list(STRATEGIES),
-        default=list(STRATEGIES),
-        metavar="LABEL",
-        help="the strategies to measure (torch x1, the baseline, always runs)",
-    )
-    add_common_arguments(
-        parser,
-        default_json=RESULTS_DIR / "train_scale_gpu.json",
-        quick="tiny-random model, 4 sequences of 64 tokens, 2 timed steps",
-    )
-    args = parse_arguments(
-        parser, argv, {"model": "tiny-random", "sequences": 4, "length": 64, "steps": 2}
+    defaults = {"sequences": 32, "length": 512, "micro_batch_tokens": 8192, "steps": 5}
+    args = parse_batch_arguments(
+        parser, argv, labels=list(STRATEGIES), defaults=defaults, json_name="train_scale_gpu.json"
     )
     if args.steps < 1 or args.length < 2 or args.sequences < 2:
         parser.error("need --steps >= 1, --length >= 2, --sequences >= 2")
