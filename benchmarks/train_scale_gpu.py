@@ -291,8 +291,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     for label, reason in failures.items():
         print(f"left out: {label}: {reason}")
-    settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
-    settings.pop("json")
+    settings = {k: v for k, v in vars(args).items() if k != "json"}  # a Path is written as text
     report = {"settings": settings, "device": name, "results": results, "left_out": failures}
     print()
     write_report(args.json, report, ("torch", "transformers", "deepspeed"))

@@ -15,9 +15,9 @@ from trainer.config import LoraConfig  # noqa: E402
 from trainer.models import load_model  # noqa: E402
 from trainer.strategies.logprobs import Layout, score_layout, sequence_logprobs  # noqa: E402
 from trainer.strategies.packing import (  # noqa: E402
+    checkpoint_layers,
     pack,
     packed_attention,
-    recompute_contexts,
     supports_packing,
 )
 from trainer.strategies.torch_strategy import LossSettings, TorchStrategy  # noqa: E402
@@ -173,9 +173,10 @@ def test_train_step_packed_matches_padded(lora, aggregation, critic):
 
 
 def test_checkpointed_layers_are_recomputed_packed():
-    """FSDP2's ``train.activation_checkpointing``: each layer is recomputed in the backward
-    pass, after packing's context is left; without ``recompute_contexts`` the recomputed
-    attention would cross sequences (torch raises CheckpointError, other tensors saved)."""
+    """FSDP2's ``train.activation_checkpointing`` (``checkpoint_layers``): each layer is
+    recomputed in the backward pass, after packing's context is left; without
+    ``recompute_contexts`` the recomputed attention would cross sequences (torch raises
+    CheckpointError, other tensors saved)."""
     base, tokenizer = load_model("tiny-random", seed=0)
     sequences, masks = random_batch(len(tokenizer), count=8, seed=3)
     rng = torch.Generator().manual_seed(0)
@@ -189,12 +190,7 @@ def test_checkpointed_layers_are_recomputed_packed():
     for checkpointed in (False, True):
         model = copy.deepcopy(base)
         if checkpointed:
-            model.gradient_checkpointing_enable(
-                gradient_checkpointing_kwargs={
-                    "use_reentrant": False,
-                    "context_fn": recompute_contexts,
-                }
-            )
+            checkpoint_layers(model)
         strategy = TorchStrategy(
             model, pad_id=tokenizer.pad_token_id, micro_batch_tokens=120, packing=checkpointed
         )

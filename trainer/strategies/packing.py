@@ -148,6 +148,14 @@ def recompute_contexts() -> tuple[AbstractContextManager, AbstractContextManager
     return nullcontext(), (_packed(state) if state is not None else nullcontext())
 
 
+def checkpoint_layers(model: nn.Module) -> None:
+    """Turns on ``model``'s activation checkpointing (Hugging Face's, non-reentrant) so that a
+    layer run packed is recomputed packed (:func:`recompute_contexts`)."""
+    model.gradient_checkpointing_enable(
+        gradient_checkpointing_kwargs={"use_reentrant": False, "context_fn": recompute_contexts}
+    )
+
+
 def pack(sequences: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
     """Concatenates token ids into one row; returns ``(input_ids, position_ids)``, ``(1, T)``.
 

@@ -23,7 +23,7 @@ import torch.distributed as dist
 from torch import nn
 
 from trainer.strategies.logprobs import SelectedLogits
-from trainer.strategies.packing import recompute_contexts
+from trainer.strategies.packing import checkpoint_layers
 from trainer.strategies.torch_strategy import TorchStrategy, read_model_folder
 
 
@@ -148,12 +148,7 @@ class FSDP2Strategy(_ShardedStrategy):
                 param_dtype=torch.bfloat16, reduce_dtype=torch.float32
             )
         if self._activation_checkpointing:
-            self.model.gradient_checkpointing_enable(
-                gradient_checkpointing_kwargs={
-                    "use_reentrant": False,
-                    "context_fn": recompute_contexts,  # a packed layer is recomputed packed
-                }
-            )
+            checkpoint_layers(self.model)
         for layer in _decoder_layers(self.model):
             fully_shard(layer, **shard_options)
         if self.value_head is not None:  # its own unit: it is called outside the policy's forward
