@@ -142,7 +142,9 @@ def test_a_model_keeps_its_batch_full_and_plays_what_the_reference_engine_plays(
     are a separate eval, recorded as such."""
     db, reference_db = tmp_path / "board.db", tmp_path / "reference.db"
     suite = _suite(tmp_path, "batch", 5)
+    # 16-token replies: tiny-random never ends one early, and every turn still joins the batch
     common = ["--model", "tiny-random", "--suite", str(suite), "--batch-size", "2"]
+    common += ["--max-new-tokens", "16"]
     _eval(db, *common, "--chunk", "3")
     _eval(db, *common, "--dtype", "bfloat16")
     # the backend is not part of an eval's identity (the same model and sampling): its own file
