@@ -35,6 +35,17 @@ def smollm2(load):
     return load("smollm2-135m")
 
 
+@pytest.fixture(scope="module")
+def smollm2_greedy(smollm2):
+    """The oracle Sokoban prompts and the reference engine's 8-token greedy replies to them,
+    computed once for the real-model tests (each such pass takes seconds on a CPU)."""
+    model, tokenizer = smollm2
+    prompts = _oracle_sokoban_prompts(tokenizer)
+    reference = HFGenerator(copy.deepcopy(model), tokenizer, max_batch_size=16)
+    greedy = reference.generate(prompts, SamplingParams(max_new_tokens=8, temperature=0.0))
+    return prompts, [o.token_ids for o in greedy]
+
+
 def _pair(model, tokenizer, max_batch_size=16):
     reference = HFGenerator(copy.deepcopy(model), tokenizer, max_batch_size=16)
     fast = ContinuousGenerator(copy.deepcopy(model), tokenizer, max_batch_size=max_batch_size)
@@ -196,44 +207,38 @@ def test_rollout_logprobs_are_what_the_trainer_recomputes(tiny, temperature):
         torch.testing.assert_close(sampled, trainer[mask > 0], atol=1e-4, rtol=0)
 
 
-def test_the_real_model_matches_the_reference_and_the_trainer(smollm2):
+def test_the_real_model_matches_the_reference_and_the_trainer(smollm2, smollm2_greedy):
     # SmolLM2-135M on Sokoban prompts in RL's format, oracle replies as earlier turns
     model, tokenizer = smollm2
-    reference, fast = _pair(model, tokenizer, max_batch_size=4)
-    prompts = _oracle_sokoban_prompts(tokenizer)
+    prompts, expected = smollm2_greedy
+    fast = ContinuousGenerator(copy.deepcopy(model), tokenizer, max_batch_size=4)
     greedy = SamplingParams(max_new_tokens=8, temperature=0.0)
-    assert [o.token_ids for o in fast.generate(prompts, greedy)] == [
-        o.token_ids for o in reference.generate(prompts, greedy)
-    ]
+    assert [o.token_ids for o in fast.generate(prompts, greedy)] == expected
     for sampled, trainer in _sampled_and_recomputed(fast, model, tokenizer, prompts):
         torch.testing.assert_close(sampled, trainer, atol=2e-3, rtol=0)
 
 
-def test_bfloat16_weights_stay_close_to_the_float32_policy(smollm2):
+def test_bfloat16_weights_stay_close_to_the_float32_policy(smollm2, smollm2_greedy):
     # the contract of dtype="bfloat16": greedy replies part from float32's only at near-ties,
     # and log-probs within a few hundredths of the float32 trainer's (why RL with it
     # recomputes old log-probs)
     model, tokenizer = smollm2
-    reference = HFGenerator(copy.deepcopy(model), tokenizer, max_batch_size=16)
     fast = ContinuousGenerator(copy.deepcopy(model), tokenizer, max_batch_size=4, dtype="bfloat16")
     assert next(fast.model.model.layers.parameters()).dtype == torch.bfloat16
     assert fast.cache.keys[0].dtype == torch.bfloat16
-    prompts = _oracle_sokoban_prompts(tokenizer)
-    greedy = SamplingParams(max_new_tokens=8, temperature=0.0)
-    ours, theirs = fast.generate(prompts, greedy), reference.generate(prompts, greedy)
+    prompts, theirs = smollm2_greedy
+    ours = fast.generate(prompts, SamplingParams(max_new_tokens=8, temperature=0.0))
     same = 0
-    for prompt, a, b in zip(prompts, ours, theirs, strict=True):
-        if a.token_ids == b.token_ids:
+    for prompt, a, b in zip(prompts, [o.token_ids for o in ours], theirs, strict=True):
+        if a == b:
             same += 1
             continue
         # a greedy reply may part from float32's only where float32 itself nearly ties
-        at = next(
-            i for i, (x, y) in enumerate(zip(a.token_ids, b.token_ids, strict=False)) if x != y
-        )
+        at = next(i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y)
         with torch.no_grad():
-            logits = model(torch.tensor([prompt + b.token_ids[:at]])).logits[0, -1]
+            logits = model(torch.tensor([prompt + b[:at]])).logits[0, -1]
         logprobs = logits.float().log_softmax(-1)
-        assert logprobs[b.token_ids[at]] - logprobs[a.token_ids[at]] < 0.5
+        assert logprobs[b[at]] - logprobs[a[at]] < 0.5
     assert same >= len(prompts) // 2
     pairs = _sampled_and_recomputed(fast, model, tokenizer, prompts)
     error = torch.cat([sampled - trainer for sampled, trainer in pairs]).abs()
