@@ -16,10 +16,10 @@ def pytest_configure(config: pytest.Config) -> None:
     # ray.init() without an address joins the newest cluster it finds in RAY_TMPDIR: under
     # `pytest -n 2`, one worker's tests would join (and shut down) the other worker's cluster
     worker = os.environ.get("PYTEST_XDIST_WORKER")
-    if worker is not None and "RAY_TMPDIR" not in os.environ:
-        os.environ["RAY_TMPDIR"] = os.path.join(tempfile.gettempdir(), f"ray-{worker}")
-    if worker is not None:
-        _share_the_cores(int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+    if worker is None:
+        return
+    os.environ.setdefault("RAY_TMPDIR", os.path.join(tempfile.gettempdir(), f"ray-{worker}"))
+    _share_the_cores(int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
 
 
 def _share_the_cores(workers: int) -> None:

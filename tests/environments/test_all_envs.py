@@ -63,6 +63,12 @@ except ImportError:
 SLOW_RESET_IDS = SLOW_GEM_IDS | SLOW_TEXTARENA_IDS
 
 
+def _steps(env_id: str) -> int:
+    """Steps a determinism check plays: a slow reset is a slow step too in one-answer tasks,
+    where every step ends an episode."""
+    return 4 if env_id in SLOW_RESET_IDS else 12
+
+
 def _params(ids: list[str]) -> list:
     return [pytest.param(i, marks=pytest.mark.slow) if i in SLOW_RESET_IDS else i for i in ids]
 
@@ -146,9 +152,8 @@ def _trajectory(
 
 @pytest.mark.parametrize("env_id", _params(ALL_IDS))
 def test_same_seed_gives_same_puzzle_and_trajectory(env_id):
-    # a slow reset is a slow step too in one-answer tasks, where every step ends an episode
     slow = env_id in SLOW_RESET_IDS
-    first, second = (_trajectory(env_id, seed=11, steps=4 if slow else 12) for _ in range(2))
+    first, second = (_trajectory(env_id, seed=11, steps=_steps(env_id)) for _ in range(2))
     assert first == second
     if env_id in FEW_STARTS_IDS:
         return
@@ -188,7 +193,7 @@ def _interleaved(env_id: str, seeds: tuple[int, int], steps: int = 12) -> list[l
 
 @pytest.mark.parametrize("env_id", _params(ALL_IDS))
 def test_instances_share_no_mutable_state(env_id):
-    steps = 4 if env_id in SLOW_RESET_IDS else 12
+    steps = _steps(env_id)
     alone = [_trajectory(env_id, seed=11, steps=steps), _trajectory(env_id, seed=12, steps=steps)]
     assert _interleaved(env_id, seeds=(11, 12), steps=steps) == alone
 
