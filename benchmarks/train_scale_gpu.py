@@ -5,7 +5,8 @@ The sharded strategies run at world size 1.
 One machine with one GPU cannot run a world of two (NCCL refuses two ranks on one device), so
 this measures what one GPU can show of ``benchmarks/train_scale.py``: the sharded strategies'
 CUDA paths (NCCL process group, ``fully_shard`` with and without bfloat16 mixed precision and
-activation checkpointing, DeepSpeed ZeRO-2 and ZeRO-3 around torch's AdamW) against
+activation checkpointing, DeepSpeed ZeRO-2 and ZeRO-3 around torch's AdamW, Megatron-core's
+``GPTModel`` with and without its activation recompute) against
 ``TorchStrategy`` on the same device, model and batch, in this one process:
 
 * each strategy in turn is built from the same weights, runs one untimed step, then
@@ -58,6 +59,13 @@ STRATEGIES = {
     "fsdp2 x1 bf16 ckpt": ("fsdp2", {"mixed_precision": True, "activation_checkpointing": True}),
     "deepspeed ZeRO-2 x1": ("deepspeed", {"zero_stage": 2}),
     "deepspeed ZeRO-3 x1": ("deepspeed", {"zero_stage": 3}),
+    "megatron x1": ("megatron", {}),
+    "megatron x1 ckpt": ("megatron", {"activation_checkpointing": True}),
+}
+#: what each strategy needs installed: module -> pip command
+NEEDS = {
+    "deepspeed": "DS_BUILD_OPS=0 pip install 'rollenv[deepspeed]'",
+    "megatron": "pip install 'rollenv[megatron]'",
 }
 
 
@@ -136,16 +144,22 @@ def build(label: str, model_name: str, device: str, options: dict):
     import torch
 
     from trainer.models import load_model
+    from trainer.strategies.megatron_strategy import MegatronStrategy
     from trainer.strategies.sharded import DeepSpeedStrategy, FSDP2Strategy
     from trainer.strategies.torch_strategy import TorchStrategy
 
     kind, own = STRATEGIES[label]
-    if kind == "deepspeed" and importlib.util.find_spec("deepspeed") is None:
-        raise RuntimeError("deepspeed is not installed: pip install 'rollenv[deepspeed]'")
+    if kind in NEEDS and importlib.util.find_spec(kind) is None:
+        raise RuntimeError(f"{kind} is not installed: {NEEDS[kind]}")
     model, _ = load_model(model_name, seed=0)
     model.to(device)
     torch.manual_seed(0)
-    classes = {"torch": TorchStrategy, "fsdp2": FSDP2Strategy, "deepspeed": DeepSpeedStrategy}
+    classes = {
+        "torch": TorchStrategy,
+        "fsdp2": FSDP2Strategy,
+        "deepspeed": DeepSpeedStrategy,
+        "megatron": MegatronStrategy,
+    }
     return classes[kind](model, **options, **own)
 
 
@@ -294,7 +308,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = {k: v for k, v in vars(args).items() if k != "json"}  # a Path is written as text
     report = {"settings": settings, "device": name, "results": results, "left_out": failures}
     print()
-    write_report(args.json, report, ("torch", "transformers", "deepspeed"))
+    write_report(args.json, report, ("torch", "transformers", "deepspeed", "megatron-core"))
     return 0
 
 

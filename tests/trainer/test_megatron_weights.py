@@ -2,32 +2,29 @@
 
 The conversion is pure torch and is tested everywhere. The tests that build a Megatron-core
 ``GPTModel`` need ``pip install megatron-core`` (skipped without it). Building the local-spec model
-works on the CPU, so its state-dict keys and shapes are checked here; its forward pass does not
-(see ``_cpu_forward_patches``), so the CPU logits test patches three CUDA-only spots and the
+works on the CPU, so its state-dict keys and shapes are checked here; its forward pass does not,
+so the CPU logits test patches its CUDA-only spots (``tests/trainer/megatron_world.py``) and the
 unpatched logits test is ``@pytest.mark.gpu``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import socket
 
 import pytest
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from tests.trainer.megatron_world import cpu_forward_patches, megatron_world  # noqa: E402
 from trainer.models import load_model  # noqa: E402
 from trainer.strategies.megatron_weights import (  # noqa: E402
     SUPPORTED_ARCHITECTURES,
-    gpt_model_kwargs,
     hf_to_megatron,
     layers_of_stage,
     megatron_to_hf,
     merge_pipeline_stages,
     split_pipeline_stages,
-    transformer_config_kwargs,
 )
 
 LOGITS_ATOL = 1e-4
@@ -305,51 +302,19 @@ def test_pipeline_stages_renumber_layers_and_merge_back(fixture, request):
 # --------------------------------------------------------------------------- real Megatron model
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def megatron_single_rank():
-    """torch.distributed (gloo, world size 1) and Megatron's parallel state, TP = PP = 1."""
+    """torch.distributed (world size 1) and Megatron's parallel state, TP = PP = 1."""
     pytest.importorskip("megatron.core", reason="pip install megatron-core")
-    import torch.distributed as dist
-    from megatron.core import parallel_state
-
-    started = not dist.is_initialized()
-    if started:
-        dist.init_process_group(
-            "gloo", init_method=f"tcp://127.0.0.1:{_free_port()}", world_size=1, rank=0
-        )
-    elif dist.get_world_size() != 1:
-        pytest.skip("torch.distributed is already initialized with more than one rank")
-    parallel_state.initialize_model_parallel(1, 1)
-    yield
-    parallel_state.destroy_model_parallel()
-    if started:
-        dist.destroy_process_group()
+    with megatron_world():
+        yield
 
 
 def build_megatron_model(hf_config):
     """A local-spec Megatron GPTModel for ``hf_config``, its parameters made on the CPU."""
-    from megatron.core.models.gpt import GPTModel
-    from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
-    from megatron.core.transformer.transformer_config import TransformerConfig
+    from trainer.strategies.megatron_strategy import build_gpt_model
 
-    config = TransformerConfig(
-        **transformer_config_kwargs(hf_config),
-        use_cpu_initialization=True,
-        # the fused kernels need Apex or CUDA extensions this test does not install
-        bias_dropout_fusion=False,
-        apply_rope_fusion=False,
-        masked_softmax_fusion=False,
-        persist_layer_norm=False,
-        gradient_accumulation_fusion=False,
-    )
-    spec = get_gpt_layer_local_spec(normalization="RMSNorm")
-    return GPTModel(config, spec, **gpt_model_kwargs(hf_config)).eval()
+    return build_gpt_model(hf_config).eval()
 
 
 def load_converted(megatron_model, hf_model) -> None:
@@ -377,28 +342,6 @@ def test_keys_and_shapes_match_a_real_megatron_gpt_model(fixture, request, megat
     )
 
 
-@contextlib.contextmanager
-def _cpu_forward_patches(monkeypatch):
-    """Lets megatron-core's local-spec GPTModel run forward on the CPU.
-
-    Its forward is CUDA-only in three places (megatron-core 0.16): the rotary embedding moves its
-    frequencies to ``torch.cuda.current_device()``; without an attention mask the causal mask is
-    made with ``device="cuda"``; attention dropout forks the CUDA RNG tracker, whose state only
-    ``model_parallel_cuda_manual_seed`` (CUDA) adds. The test passes an explicit mask and patches
-    the other two.
-    """
-    from megatron.core import parallel_state, tensor_parallel
-
-    monkeypatch.setattr(torch.cuda, "current_device", lambda: "cpu")
-    tracker = tensor_parallel.get_cuda_rng_tracker()
-    monkeypatch.setattr(tracker, "fork", lambda *args, **kwargs: contextlib.nullcontext())
-    yield
-    # Megatron's global memory buffer keeps the attention scores' tensor, made on the CPU here:
-    # a later forward on the GPU (test_megatron_logits_equal_hf_on_gpu) would be handed it
-    parallel_state.destroy_global_memory_buffer()
-    parallel_state._set_global_memory_buffer()
-
-
 def _input_ids(vocab_size: int, device: str = "cpu"):
     generator = torch.Generator().manual_seed(0)
     ids = torch.randint(0, vocab_size, (2, 16), generator=generator)
@@ -406,13 +349,13 @@ def _input_ids(vocab_size: int, device: str = "cpu"):
 
 
 @pytest.mark.parametrize("fixture", ["llama", "qwen2"])
-def test_megatron_logits_equal_hf_on_cpu(fixture, request, megatron_single_rank, monkeypatch):
+def test_megatron_logits_equal_hf_on_cpu(fixture, request, megatron_single_rank):
     hf_model = request.getfixturevalue(fixture)
     megatron_model = build_megatron_model(hf_model.config)
     load_converted(megatron_model, hf_model)
     ids, positions = _input_ids(hf_model.config.vocab_size)
     causal = torch.ones(16, 16, dtype=torch.bool).triu(diagonal=1)[None, None]  # True: masked
-    with _cpu_forward_patches(monkeypatch), torch.no_grad():
+    with cpu_forward_patches(), torch.no_grad():
         logits = megatron_model(ids, positions, attention_mask=causal)
         expected = hf_model(ids).logits
     torch.testing.assert_close(logits, expected, atol=LOGITS_ATOL, rtol=0)

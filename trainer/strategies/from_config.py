@@ -1,7 +1,8 @@
 """The training strategy and device a config asks for.
 
-``train.strategy=torch`` trains in this process; ``fsdp2`` and ``deepspeed`` start a Ray group
-of ``train.workers`` train workers (:class:`~trainer.strategies.ray_strategy.RayStrategy`),
+``train.strategy=torch`` trains in this process; ``fsdp2``, ``deepspeed`` and ``megatron``
+(CUDA GPUs) start a Ray group of ``train.workers`` train workers
+(:class:`~trainer.strategies.ray_strategy.RayStrategy`),
 after a memory plan has shown that the config fits them.
 
 Example:
@@ -83,21 +84,42 @@ def check_strategy(config: Config) -> None:
         raise ConfigError(
             f"train.strategy={train.strategy} needs {needed[0]}, which is not installed: {command}"
         )
-    cuda = resolve_device(train.device).type == "cuda"
     if train.strategy == "megatron":
+        _check_megatron(config)
+    cuda = resolve_device(train.device).type == "cuda"
+    if train.strategy == "megatron" and not cuda:
         raise ConfigError(
-            "train.strategy=megatron needs CUDA GPUs (megatron-core's parallel layers and its "
-            "RNG tracker are CUDA-only)"
-            + ("" if cuda else "; on this machine use train.strategy=fsdp2 or deepspeed")
-            + (
-                ". Its weight conversion is ready (trainer/strategies/megatron_weights.py); the "
-                "strategy itself is not built yet"
-                if cuda
-                else ""
-            )
+            "train.strategy=megatron needs CUDA GPUs (megatron-core asks torch.cuda for its "
+            "buffers and RNG states); on this machine use train.strategy=fsdp2 or deepspeed"
         )
     _check_cluster(config, cuda)
     _check_memory(config)
+
+
+def _check_megatron(config: Config) -> None:
+    """What the megatron strategy does not train yet, refused in one line each."""
+    train = config.train
+    if config.model.lora is not None:
+        raise ConfigError(
+            "train.strategy=megatron does not train LoRA adapters: drop model.lora or use "
+            "train.strategy=fsdp2 or deepspeed"
+        )
+    if train.mixed_precision:
+        raise ConfigError(
+            "train.strategy=megatron trains in the model's own dtype: drop "
+            "train.mixed_precision or use train.strategy=fsdp2"
+        )
+    sizes = {
+        name: getattr(train, name)
+        for name in ("tensor_parallel", "pipeline_parallel", "context_parallel")
+    }
+    if any(size != 1 for size in sizes.values()):
+        given = ", ".join(f"train.{name}={size}" for name, size in sizes.items() if size != 1)
+        raise ConfigError(
+            f"train.strategy=megatron trains data-parallel only for now ({given}; allowed: 1): "
+            "each worker holds the whole model; the weight conversion already splits tensor "
+            "and pipeline parallel shards (trainer/strategies/megatron_weights.py)"
+        )
 
 
 def _check_cluster(config: Config, cuda: bool) -> None:
@@ -187,6 +209,8 @@ def build_strategy(
             offload_optimizer=train.offload_optimizer,
             offload_params=train.offload_params,
         )
+    elif train.strategy == "megatron":
+        options.update(seed=train.seed, activation_checkpointing=train.activation_checkpointing)
     else:
         options.update(
             mixed_precision=train.mixed_precision,

@@ -388,10 +388,7 @@ class TorchStrategy:
         """
         folder = Path(folder)
         weights = self.inference_state_dict()
-        optimizer = {  # every trained parameter's name, its state empty before the first step
-            name: self._full_optimizer_state(parameter)
-            for name, parameter in self.trainable_parameters()
-        }
+        optimizer = self.optimizer_state_by_name()
         trained = {  # the adapters and the value head: the other weights are in model/
             name: self._full_parameter(p)
             for name, p in self.trainable_parameters()
@@ -399,8 +396,7 @@ class TorchStrategy:
         }
         if not self._writes_files():
             return
-        base = self.model.get_base_model() if self.lora is not None else self.model
-        base.save_pretrained(folder / "model", state_dict=weights)
+        self._hf_model().save_pretrained(folder / "model", state_dict=weights)
         torch.save(
             {
                 "optimizer_by_name": optimizer,
@@ -414,6 +410,18 @@ class TorchStrategy:
             },
             folder / "strategy.pt",
         )
+
+    def _hf_model(self) -> nn.Module:
+        """The Hugging Face model whose ``save_pretrained`` writes ``model/``."""
+        return self.model.get_base_model() if self.lora is not None else self.model
+
+    def optimizer_state_by_name(self) -> dict[str, dict[str, torch.Tensor]]:
+        """Full AdamW state of every trained parameter, by the name checkpoints key it by
+        (empty before the first step)."""
+        return {
+            name: self._full_optimizer_state(parameter)
+            for name, parameter in self.trainable_parameters()
+        }
 
     def load(self, folder: Path) -> None:
         """Restores what ``save`` wrote (by any strategy): weights, value head, optimizer."""
@@ -438,7 +446,10 @@ class TorchStrategy:
         if "optimizer_by_name" not in state:  # written before checkpoints keyed it by name
             self.optimizer.load_state_dict(state["optimizer"])
             return
-        saved = state["optimizer_by_name"]
+        self._set_optimizer_state_by_name(state["optimizer_by_name"], folder)
+
+    def _set_optimizer_state_by_name(self, saved: dict[str, dict], folder: Path) -> None:
+        """Loads what :meth:`optimizer_state_by_name` returned (``folder``: for errors)."""
         own = dict(self.trainable_parameters())
         foreign = sorted(set(saved) - set(own))
         if foreign:

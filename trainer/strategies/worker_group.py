@@ -24,6 +24,7 @@ from typing import Any
 import ray
 import torch
 
+from trainer.strategies.megatron_strategy import MegatronStrategy
 from trainer.strategies.sharded import DeepSpeedStrategy, FSDP2Strategy
 
 #: Minutes a collective may wait for a worker before failing (a lost worker otherwise
@@ -93,7 +94,11 @@ class TrainWorker:
         model, _ = load_model(spec.model_name, seed=spec.seed)
         if cuda:
             model.to("cuda")
-        kinds = {"fsdp2": FSDP2Strategy, "deepspeed": DeepSpeedStrategy}
+        kinds = {
+            "fsdp2": FSDP2Strategy,
+            "deepspeed": DeepSpeedStrategy,
+            "megatron": MegatronStrategy,
+        }
         # the same random state on every worker and in a one-process run of the same seed:
         # LoRA's adapters are drawn from it
         torch.manual_seed(spec.seed)

@@ -1,0 +1,74 @@
+"""A one-process world for Megatron-core tests, and the patches its forward needs on a CPU.
+
+Megatron-core's ``GPTModel`` is written for CUDA. On a CPU its forward fails in two places
+that do not change the maths, which :func:`cpu_forward_patches` replaces while it is active:
+
+* ``torch.cuda.current_device()`` is asked for the device of the rotary table, the attention
+  scores' buffer and the tensor-parallel gathers: it answers ``"cpu"``;
+* attention dropout forks the CUDA RNG tracker, whose state only
+  ``model_parallel_cuda_manual_seed`` (CUDA) adds: the fork does nothing (the models here have
+  no attention dropout).
+
+On a GPU nothing is patched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+from collections.abc import Iterator
+
+import torch
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def megatron_world(
+    rank: int = 0, world: int = 1, port: int | None = None, backend: str | None = None
+) -> Iterator[None]:
+    """torch.distributed (``backend``; by default NCCL where there is a GPU, else gloo) and
+    Megatron's parallel state with tensor and pipeline parallel sizes of 1. Nothing is
+    started if a world of that size exists."""
+    import torch.distributed as dist
+    from megatron.core import parallel_state
+
+    started = not dist.is_initialized()
+    if started:
+        backend = backend or ("nccl" if torch.cuda.is_available() else "gloo")
+        port = port or free_port()
+        dist.init_process_group(
+            backend, init_method=f"tcp://127.0.0.1:{port}", world_size=world, rank=rank
+        )
+    elif dist.get_world_size() != world:
+        raise RuntimeError(f"torch.distributed already runs a world of {dist.get_world_size()}")
+    parallel_state.initialize_model_parallel(1, 1)
+    try:
+        yield
+    finally:
+        parallel_state.destroy_model_parallel()
+        if started:
+            dist.destroy_process_group()
+
+
+@contextlib.contextmanager
+def cpu_forward_patches() -> Iterator[None]:
+    """Lets Megatron-core's local-spec ``GPTModel`` run on the CPU (see the module's text)."""
+    from megatron.core import parallel_state, tensor_parallel
+
+    tracker = tensor_parallel.get_cuda_rng_tracker()
+    saved = torch.cuda.current_device, tracker.fork
+    torch.cuda.current_device = lambda: "cpu"
+    tracker.fork = lambda *args, **kwargs: contextlib.nullcontext()
+    try:
+        yield
+    finally:
+        torch.cuda.current_device, tracker.fork = saved
+        # Megatron's global memory buffer keeps the attention scores' tensor, made on the CPU
+        # here: a later forward on a GPU would be handed it
+        parallel_state.destroy_global_memory_buffer()
+        parallel_state._set_global_memory_buffer()

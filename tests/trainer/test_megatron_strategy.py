@@ -1,0 +1,206 @@
+"""``MegatronStrategy`` against ``TorchStrategy``: the same update, checkpoints both ways.
+
+Real parts: megatron-core's local-spec ``GPTModel`` built from the tiny random Llama's config
+and loaded with its converted weights, torch.distributed (gloo on the CPU, NCCL on a GPU).
+Megatron-core's forward is written for CUDA: on the CPU the tests patch its two CUDA-only
+spots (``tests/trainer/megatron_world.py``); the ``cuda`` cases run it unpatched on a GPU.
+
+Parity is measured as in ``test_train_workers.py``: after one AdamW step from the same start
+on the same batch, the distance to ``torch ×1``'s weights against the size of ``torch ×1``'s
+own update (measured on the CPU: 1.8e-5 with a value head and a KL term).
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+import torch
+
+pytest.importorskip("megatron.core", reason="pip install 'rollenv[megatron]'")
+
+from tests.trainer.megatron_world import (  # noqa: E402
+    cpu_forward_patches,
+    free_port,
+    megatron_world,
+)
+from trainer.batch import TokenBatch  # noqa: E402
+from trainer.models import load_model  # noqa: E402
+from trainer.strategies.megatron_strategy import MegatronStrategy  # noqa: E402
+from trainer.strategies.torch_strategy import LossSettings, TorchStrategy  # noqa: E402
+
+#: ||W_megatron - W_torch|| must stay below this fraction of ||W_torch - W_start||.
+PARITY = 1e-4
+
+DEVICES = [
+    "cpu",
+    pytest.param(
+        "cuda",
+        marks=[
+            pytest.mark.gpu,
+            pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+        ],
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def world():
+    with megatron_world():
+        yield
+
+
+@pytest.fixture
+def device(request, world):
+    """The device a case trains on; on the CPU, with Megatron's CUDA-only spots patched."""
+    with cpu_forward_patches() if request.param == "cpu" else contextlib.nullcontext():
+        yield request.param
+
+
+@pytest.fixture(scope="module")
+def pad_id() -> int:
+    return load_model("tiny-random", seed=0)[1].pad_token_id
+
+
+def _options(pad_id: int, **extra) -> dict:
+    # a budget of 64 tokens cuts the batch into several micro-batches
+    loss = LossSettings(kl_coef=0.1)
+    return {"pad_id": pad_id, "lr": 1e-3, "micro_batch_tokens": 64, "loss": loss, **extra}
+
+
+def _policy(device: str):
+    return load_model("tiny-random", seed=0)[0].to(device)
+
+
+def _batch(strategy, *, critic: bool, seed: int = 0) -> TokenBatch:
+    g = torch.Generator().manual_seed(seed)
+    lengths = [40, 25, 60, 33, 18, 50, 12]
+    sequences = [torch.randint(5, 1000, (n,), generator=g).tolist() for n in lengths]
+    masks = [torch.cat([torch.zeros(n // 2), torch.ones(n - n // 2)]) for n in lengths]
+    advantages = [torch.randn(n, generator=g) * m for n, m in zip(lengths, masks, strict=True)]
+    old, values = strategy.sequence_logprobs(sequences, masks, with_values=critic)
+    reference = [x + 0.01 * torch.randn(x.shape, generator=g) for x in old]  # a KL to pay
+    returns = [torch.randn(n, generator=g) for n in lengths] if critic else None
+    return TokenBatch(sequences, masks, advantages, old, reference, values, returns)
+
+
+def _distance(a: dict, b: dict) -> float:
+    return sum(float((a[k].float() - b[k].float()).pow(2).sum()) for k in a) ** 0.5
+
+
+@pytest.mark.parametrize("device", DEVICES, indirect=True)
+@pytest.mark.parametrize("critic", [False, True], ids=["grpo", "ppo"])
+def test_one_update_gives_the_weights_of_torch(device, pad_id, critic):
+    options = _options(pad_id, value_head=critic, reference=True)
+    single = TorchStrategy(_policy(device), **options)
+    megatron = MegatronStrategy(_policy(device), **options)
+    batch = _batch(single, critic=critic)
+    ours, _ = megatron.sequence_logprobs(batch.token_ids, batch.loss_mask)
+    for a, b in zip(ours, batch.old_logprobs, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+    reference = megatron.reference_logprobs(batch.token_ids, batch.loss_mask)
+    for a, b in zip(reference, ours, strict=True):  # the frozen copy starts where the policy does
+        torch.testing.assert_close(a, b, atol=0, rtol=0)
+
+    start = {k: v.clone() for k, v in single.inference_state_dict().items()}
+    expected, got = single.train_step(batch), megatron.train_step(batch)
+    assert got.keys() == expected.keys()
+    for name in expected:
+        assert got[name] == pytest.approx(expected[name], rel=1e-4, abs=1e-6), name
+    after = single.inference_state_dict()
+    weights = megatron.inference_state_dict()
+    assert weights.keys() == after.keys()
+    assert _distance(weights, after) < PARITY * _distance(after, start)
+    # the reference stays where it was
+    again = megatron.reference_logprobs(batch.token_ids, batch.loss_mask)
+    assert all(torch.equal(a, b) for a, b in zip(again, reference, strict=True))
+
+
+@pytest.mark.parametrize("device", DEVICES, indirect=True)
+def test_checkpoints_move_between_megatron_and_torch(device, pad_id, tmp_path):
+    options = _options(pad_id, value_head=True)
+    megatron = MegatronStrategy(_policy(device), **options)
+    batch = _batch(megatron, critic=True)
+    megatron.train_step(batch)
+    megatron.save(tmp_path / "megatron")
+    assert (tmp_path / "megatron" / "model" / "config.json").exists()
+
+    # megatron -> torch: the same weights, value head and AdamW moments, by Hugging Face name
+    single = TorchStrategy(_policy(device), **options)
+    single.load(tmp_path / "megatron")
+    assert _distance(single.inference_state_dict(), megatron.inference_state_dict()) == 0
+    saved, loaded = megatron.optimizer_state_by_name(), single.optimizer_state_by_name()
+    assert saved.keys() == loaded.keys()
+    assert "value_head.weight" in saved and "lm_head.weight" not in saved  # tied, as in torch
+    for name, state in saved.items():
+        for key in ("step", "exp_avg", "exp_avg_sq"):
+            assert torch.equal(state[key].cpu(), loaded[name][key].cpu()), (name, key)
+
+    # torch -> megatron, then both take the same next step
+    single.train_step(batch)
+    single.save(tmp_path / "torch")
+    resumed = MegatronStrategy(load_model("tiny-random", seed=1)[0].to(device), **options)
+    resumed.load(tmp_path / "torch")
+    assert _distance(resumed.inference_state_dict(), single.inference_state_dict()) == 0
+    start = {k: v.clone() for k, v in single.inference_state_dict().items()}  # views, else
+    single.train_step(batch)
+    resumed.train_step(batch)
+    after = single.inference_state_dict()
+    assert _distance(resumed.inference_state_dict(), after) < PARITY * _distance(after, start)
+
+
+def _data_parallel_worker(rank: int, port: int, parts: list, total: float, pad_id: int, out):
+    # gloo on the CPU, also on a GPU machine (NCCL refuses two ranks on one GPU)
+    with megatron_world(rank, 2, port, backend="gloo"), cpu_forward_patches():
+        strategy = MegatronStrategy(_policy("cpu"), **_options(pad_id))
+        metrics = strategy.train_step(parts[rank], total=total)
+        weights = strategy.inference_state_dict()
+        if rank == 0:
+            torch.save({"weights": weights, "grad_norm": metrics["grad_norm"]}, out)
+
+
+def test_two_data_parallel_workers_give_the_update_of_one_process(world, pad_id, tmp_path):
+    """Two processes (gloo), each with half the batch and the whole batch's normaliser: their
+    summed gradients must give one process's step."""
+    with cpu_forward_patches():
+        single = MegatronStrategy(_policy("cpu"), **_options(pad_id))
+        batch = _batch(single, critic=False)
+        start = {k: v.clone() for k, v in single.inference_state_dict().items()}
+        expected = single.train_step(batch)
+        after = single.inference_state_dict()
+    parts = [batch.select([0, 2, 4, 6]), batch.select([1, 3, 5])]
+    out = tmp_path / "rank0.pt"
+    torch.multiprocessing.spawn(
+        _data_parallel_worker,
+        args=(free_port(), parts, float(batch.valid_tokens), pad_id, out),
+        nprocs=2,
+    )
+    result = torch.load(out)
+    assert result["grad_norm"] == pytest.approx(expected["grad_norm"], rel=1e-5)
+    assert _distance(result["weights"], after) < PARITY * _distance(after, start)
+
+
+def test_lora_and_parallel_sizes_are_refused_in_one_line(world, pad_id):
+    from trainer.config import LoraConfig
+
+    with pytest.raises(ValueError, match="does not train LoRA adapters; use fsdp2"):
+        MegatronStrategy(_policy("cpu"), lora=LoraConfig(), **_options(pad_id))
+    with pytest.raises(ValueError, match=r"tensor_parallel=1 .*\(got 2 and 1\)"):
+        MegatronStrategy(_policy("cpu"), tensor_parallel=2, **_options(pad_id))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(
+    not torch.cuda.is_available(),
+    reason="Megatron's activation recompute forks the CUDA RNG tracker: CUDA only",
+)
+def test_activation_checkpointing_gives_the_same_update_on_gpu(world, pad_id):
+    options = _options(pad_id)
+    plain = MegatronStrategy(_policy("cuda"), **options)
+    recomputed = MegatronStrategy(_policy("cuda"), activation_checkpointing=True, **options)
+    batch = _batch(plain, critic=False)
+    start = {k: v.clone() for k, v in plain.inference_state_dict().items()}
+    plain.train_step(batch)
+    recomputed.train_step(batch)
+    after = plain.inference_state_dict()
+    assert _distance(recomputed.inference_state_dict(), after) < PARITY * _distance(after, start)
