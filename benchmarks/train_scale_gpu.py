@@ -171,6 +171,10 @@ def largest_difference(a: dict, b: dict) -> float:
     return max(float((a[k] - b[k]).abs().max()) for k in a)
 
 
+def distance(a: dict, b: dict) -> float:
+    return sum(float((a[k] - b[k]).pow(2).sum()) for k in a) ** 0.5
+
+
 def measure(label: str, args: argparse.Namespace, options: dict, batch, device: Device) -> dict:
     """Builds ``label``, steps once (kept for parity), times ``--steps`` steps, frees it."""
     clock = time.perf_counter()
@@ -187,6 +191,7 @@ def measure(label: str, args: argparse.Namespace, options: dict, batch, device: 
         result["after_first_step"] = full_weights(strategy)
         if before is not None:
             result["update_size"] = largest_difference(result["after_first_step"], before)
+            result["update_norm"] = distance(result["after_first_step"], before)
         seconds = []
         for _ in range(args.steps):
             device.synchronize()
@@ -221,6 +226,7 @@ COLUMNS = {  # heading -> its cell for one result
     "optim MB": lambda r: f"{r['optimizer_mb']:,.0f}",
     "1st grad norm": lambda r: f"{r['first_step']['grad_norm']:.5f}",
     "weights vs x1": lambda r: f"{r['parity']:.2e}",
+    "in norm": lambda r: f"{r['parity_norm']:.2e}",
 }
 
 
@@ -286,7 +292,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         r["tokens_per_s"] = tokens / r["median_s"]
         r["tokens_per_s_ratio"] = r["tokens_per_s"] / base["tokens_per_s"]
         r["memory_ratio"] = r["peak_mb"] / base["peak_mb"]
-        r["parity"] = largest_difference(r.pop("after_first_step"), reference) / base["update_size"]
+        after = r.pop("after_first_step")
+        r["parity"] = largest_difference(after, reference) / base["update_size"]
+        r["parity_norm"] = distance(after, reference) / base["update_norm"]
 
     name = torch.cuda.get_device_name() if args.device == "cuda" else "CPU (gloo)"
     model = f"{args.model} config, random weights" if args.random_weights else args.model
@@ -301,7 +309,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "peak MB: the most device memory allocated from after setup to the last step "
         "(CPU: peak RSS); params/optim MB: bytes the strategy holds.\nweights vs x1: after "
         "the first step, the largest weight difference to torch x1's, over the largest change "
-        "torch x1's step made (bf16 rows compute in bfloat16, so they differ more)."
+        "torch x1's step made (bf16 rows compute in bfloat16, so they differ more); in norm: "
+        "||W - W_x1|| over ||W_x1 - W_start||, after the first step."
     )
     for label, reason in failures.items():
         print(f"left out: {label}: {reason}")

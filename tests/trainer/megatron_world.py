@@ -60,15 +60,19 @@ def cpu_forward_patches() -> Iterator[None]:
     """Lets Megatron-core's local-spec ``GPTModel`` run on the CPU (see the module's text)."""
     from megatron.core import parallel_state, tensor_parallel
 
+    def new_buffer() -> None:
+        # Megatron's global memory buffer keeps the attention scores' tensor, made on the
+        # device of the forward that asked first: a forward on another device must not get it
+        parallel_state.destroy_global_memory_buffer()
+        parallel_state._set_global_memory_buffer()
+
     tracker = tensor_parallel.get_cuda_rng_tracker()
     saved = torch.cuda.current_device, tracker.fork
     torch.cuda.current_device = lambda: "cpu"
     tracker.fork = lambda *args, **kwargs: contextlib.nullcontext()
+    new_buffer()
     try:
         yield
     finally:
         torch.cuda.current_device, tracker.fork = saved
-        # Megatron's global memory buffer keeps the attention scores' tensor, made on the CPU
-        # here: a later forward on a GPU would be handed it
-        parallel_state.destroy_global_memory_buffer()
-        parallel_state._set_global_memory_buffer()
+        new_buffer()

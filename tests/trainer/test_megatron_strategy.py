@@ -149,6 +149,19 @@ def test_checkpoints_move_between_megatron_and_torch(device, pad_id, tmp_path):
     assert _distance(resumed.inference_state_dict(), after) < PARITY * _distance(after, start)
 
 
+@pytest.mark.parametrize("device", DEVICES, indirect=True)
+def test_a_supervised_step_gives_the_weights_of_torch(device, pad_id):
+    options = _options(pad_id)
+    single = TorchStrategy(_policy(device), **options)
+    megatron = MegatronStrategy(_policy(device), **options)
+    batch = _batch(single, critic=False)
+    start = {k: v.clone() for k, v in single.inference_state_dict().items()}
+    expected, got = single.supervised_step(batch), megatron.supervised_step(batch)
+    assert got["sft/loss"] == pytest.approx(expected["sft/loss"], rel=1e-5)
+    after = single.inference_state_dict()
+    assert _distance(megatron.inference_state_dict(), after) < PARITY * _distance(after, start)
+
+
 def _data_parallel_worker(rank: int, port: int, parts: list, total: float, pad_id: int, out):
     # gloo on the CPU, also on a GPU machine (NCCL refuses two ranks on one GPU)
     with megatron_world(rank, 2, port, backend="gloo"), cpu_forward_patches():

@@ -154,6 +154,27 @@ def test_megatron_without_a_gpu_says_what_it_needs():
         from_config.check_strategy(_config("train.strategy=megatron"))
 
 
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["model.lora={r: 8}"], "megatron does not train LoRA adapters: drop model.lora"),
+        (["train.mixed_precision=true"], "drop train.mixed_precision or use .*fsdp2"),
+        (
+            ["train.tensor_parallel=2", "train.context_parallel=2"],
+            r"data-parallel only for now \(train.tensor_parallel=2, "
+            r"train.context_parallel=2; allowed: 1\)",
+        ),
+    ],
+    ids=["lora", "mixed-precision", "parallel-sizes"],
+)
+def test_what_megatron_does_not_train_yet_is_refused_in_one_line(overrides, message):
+    if importlib.util.find_spec("megatron") is None:
+        pytest.skip("megatron-core is not installed (the test below covers that case)")
+    with pytest.raises(ConfigError, match=message) as refused:
+        from_config.check_strategy(_config("train.strategy=megatron", *overrides))
+    assert "\n" not in str(refused.value)
+
+
 def test_megatron_not_installed_names_the_install_and_the_gpus():
     if importlib.util.find_spec("megatron") is not None:
         pytest.skip("megatron-core is installed here (the test above covers that case)")

@@ -55,10 +55,12 @@ def build_gpt_model(
     dtype: torch.dtype = torch.float32,
     seed: int = 0,
     activation_checkpointing: bool = False,
+    cuda: bool = False,
 ) -> nn.Module:
     """A local-spec Megatron-core ``GPTModel`` for ``hf_config``'s model, made on the CPU
     (move it with ``.to``). Starts Megatron's parallel state (sizes 1) if none is.
-    ``activation_checkpointing``: Megatron's full recompute of every layer."""
+    ``activation_checkpointing``: Megatron's full recompute of every layer. ``cuda``: it will
+    run on a GPU (Megatron's CUDA RNG tracker is seeded with ``seed``)."""
     from megatron.core import parallel_state
     from megatron.core.models.gpt import GPTModel
     from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
@@ -67,7 +69,7 @@ def build_gpt_model(
 
     if not parallel_state.model_parallel_is_initialized():
         parallel_state.initialize_model_parallel(1, 1)
-    if torch.cuda.is_available():
+    if cuda:
         model_parallel_cuda_manual_seed(seed)  # the RNG state attention dropout forks
     config = TransformerConfig(
         **transformer_config_kwargs(hf_config),
@@ -188,6 +190,7 @@ class MegatronStrategy(_ShardedStrategy):
             dtype=self._dtype,
             seed=seed,
             activation_checkpointing=activation_checkpointing,
+            cuda=device.type == "cuda",
         )
         _load_hf_weights(gpt, model.state_dict(), self.hf_config)
         self._hf_names = [name for name, _ in model.named_parameters()]  # tied: once
@@ -195,7 +198,9 @@ class MegatronStrategy(_ShardedStrategy):
         policy = MegatronPolicy(gpt.to(device), self.hf_config)
         super().__init__(policy, packing=False, reference=False, **options)
         if reference:  # a second GPTModel (a deep copy would copy Megatron's process groups)
-            frozen = build_gpt_model(self.hf_config, dtype=self._dtype, seed=seed)
+            frozen = build_gpt_model(
+                self.hf_config, dtype=self._dtype, seed=seed, cuda=device.type == "cuda"
+            )
             frozen.load_state_dict(gpt.state_dict())
             self._reference = MegatronPolicy(frozen.to(device), self.hf_config)
             self._reference.eval().requires_grad_(False)
