@@ -162,6 +162,23 @@ def test_a_supervised_step_gives_the_weights_of_torch(device, pad_id):
     assert _distance(megatron.inference_state_dict(), after) < PARITY * _distance(after, start)
 
 
+def test_weights_gathered_in_buckets_are_the_inference_weights(world, pad_id):
+    with cpu_forward_patches():
+        megatron = MegatronStrategy(_policy("cpu"), **_options(pad_id))
+        megatron.train_step(_batch(megatron, critic=False))
+    weights = megatron.inference_state_dict()
+    sizes = megatron.weight_sizes()
+    assert sizes == {k: v.numel() * v.element_size() for k, v in weights.items()}
+    names = list(sizes)
+    gathered = {}
+    for start in range(0, len(names), 4):  # buckets that cut layers apart
+        bucket = megatron.gather_weights(names[start : start + 4])
+        assert list(bucket) == names[start : start + 4]
+        gathered.update(bucket)
+    assert gathered.keys() == weights.keys()
+    assert all(torch.equal(gathered[k], weights[k]) for k in weights)
+
+
 def _data_parallel_worker(rank: int, port: int, parts: list, total: float, pad_id: int, out):
     # gloo on the CPU, also on a GPU machine (NCCL refuses two ranks on one GPU)
     with megatron_world(rank, 2, port, backend="gloo"), cpu_forward_patches():
@@ -172,16 +189,22 @@ def _data_parallel_worker(rank: int, port: int, parts: list, total: float, pad_i
             torch.save({"weights": weights, "grad_norm": metrics["grad_norm"]}, out)
 
 
-def test_two_data_parallel_workers_give_the_update_of_one_process(world, pad_id, tmp_path):
-    """Two processes (gloo), each with half the batch and the whole batch's normaliser: their
-    summed gradients must give one process's step."""
+@pytest.mark.parametrize(
+    "split",
+    [[[0, 2, 4, 6], [1, 3, 5]], [[0, 1, 2, 3, 4, 5, 6], []]],
+    ids=["halves", "one-idle"],
+)
+def test_two_data_parallel_workers_give_the_update_of_one_process(world, pad_id, tmp_path, split):
+    """Two processes (gloo), each with its part of the batch and the whole batch's
+    normaliser: their summed gradients must give one process's step (also when one of them
+    has no sequence)."""
     with cpu_forward_patches():
         single = MegatronStrategy(_policy("cpu"), **_options(pad_id))
         batch = _batch(single, critic=False)
         start = {k: v.clone() for k, v in single.inference_state_dict().items()}
         expected = single.train_step(batch)
         after = single.inference_state_dict()
-    parts = [batch.select([0, 2, 4, 6]), batch.select([1, 3, 5])]
+    parts = [batch.select(indices) for indices in split]
     out = tmp_path / "rank0.pt"
     torch.multiprocessing.spawn(
         _data_parallel_worker,

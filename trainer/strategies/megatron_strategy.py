@@ -29,6 +29,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import torch
@@ -211,29 +212,59 @@ class MegatronStrategy(_ShardedStrategy):
 
     def _optimizer_step(self) -> float:
         if self.world > 1:
-            _all_reduce_sum([p.grad for _, p in self.trainable_parameters() if p.grad is not None])
+            parameters = [p for _, p in self.trainable_parameters()]
+            for p in parameters:  # a worker with no sequences this step adds zeros
+                if p.grad is None:
+                    p.grad = torch.zeros_like(p)
+            _all_reduce_sum([p.grad for p in parameters])
         return super()._optimizer_step()
 
     # ------------------------------------------------------------------ weights
     def _megatron_names(self) -> dict[str, nn.Parameter]:
         return dict(self.model.model.named_parameters())
 
-    def inference_state_dict(self) -> dict[str, torch.Tensor]:
-        """The policy's weights under Hugging Face names (on the CPU)."""
-        state = {
-            k: v.detach().cpu()
+    def _megatron_state(self) -> dict[str, torch.Tensor]:
+        return {
+            k: v.detach()
             for k, v in self.model.model.state_dict().items()
             if isinstance(v, torch.Tensor)  # not Megatron's _extra_state entries
         }
-        return megatron_to_hf([state], self.hf_config)
+
+    def inference_state_dict(self) -> dict[str, torch.Tensor]:
+        """The policy's weights under Hugging Face names (on the CPU)."""
+        weights = megatron_to_hf([self._megatron_state()], self.hf_config)
+        copied: dict[int, torch.Tensor] = {}  # tied weights stay one tensor
+        return {k: copied.setdefault(id(v), v.cpu()) for k, v in weights.items()}
 
     def weight_sizes(self) -> dict[str, int]:
-        return {k: v.numel() * v.element_size() for k, v in self.inference_state_dict().items()}
+        """Bytes of each weight, by its Hugging Face name (read from the weightless model)."""
+        return {k: v.numel() * v.element_size() for k, v in self._skeleton.state_dict().items()}
 
     def gather_weights(self, names: list[str]) -> dict[str, torch.Tensor]:
-        """These weights under Hugging Face names (every worker holds all of them)."""
-        weights = self.inference_state_dict()
-        return {name: weights[name] for name in names}
+        """These weights under Hugging Face names, on the CPU. Only the decoder layers they
+        belong to are converted, so a weight sync by buckets converts each layer once."""
+        layers = sorted({int(n.split(".")[2]) for n in names if n.startswith("model.layers.")})
+        state = self._megatron_state()
+        part = {k: v for k, v in state.items() if not k.startswith("decoder.layers.")}
+        for new, old in enumerate(layers):
+            prefix = f"decoder.layers.{old}."
+            part.update(
+                {
+                    f"decoder.layers.{new}.{k.removeprefix(prefix)}": v
+                    for k, v in state.items()
+                    if k.startswith(prefix)
+                }
+            )
+        config = copy.copy(self.hf_config)
+        config.num_hidden_layers = len(layers)
+        weights = {}
+        for name, value in megatron_to_hf([part], config).items():
+            if name.startswith("model.layers."):
+                _, _, index, rest = name.split(".", 3)
+                name = f"model.layers.{layers[int(index)]}.{rest}"
+            if name in names:
+                weights[name] = value.cpu()
+        return weights
 
     def _hf_model(self) -> nn.Module:
         return self._skeleton

@@ -420,6 +420,8 @@ def megatron_to_hf(
             )
 
     def gather(key: str, dim: int) -> Tensor:
+        if t == 1:  # the tensor itself, not a copy
+            return shards[0][key]
         return torch.cat([shard[key] for shard in shards], dim=dim)
 
     def replicated(key: str) -> Tensor:
