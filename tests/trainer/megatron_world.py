@@ -29,11 +29,15 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def megatron_world(
-    rank: int = 0, world: int = 1, port: int | None = None, backend: str | None = None
+    rank: int = 0,
+    world: int = 1,
+    port: int | None = None,
+    backend: str | None = None,
+    tensor_parallel: int = 1,
 ) -> Iterator[None]:
     """torch.distributed (``backend``; by default NCCL where there is a GPU, else gloo) and
-    Megatron's parallel state with tensor and pipeline parallel sizes of 1. Nothing is
-    started if a world of that size exists."""
+    Megatron's parallel state with ``tensor_parallel`` and a pipeline parallel size of 1.
+    torch.distributed is not started again if a world of that size exists."""
     import torch.distributed as dist
     from megatron.core import parallel_state
 
@@ -46,7 +50,7 @@ def megatron_world(
         )
     elif dist.get_world_size() != world:
         raise RuntimeError(f"torch.distributed already runs a world of {dist.get_world_size()}")
-    parallel_state.initialize_model_parallel(1, 1)
+    parallel_state.initialize_model_parallel(tensor_parallel, 1)
     try:
         yield
     finally:

@@ -216,13 +216,92 @@ def test_two_data_parallel_workers_give_the_update_of_one_process(world, pad_id,
     assert _distance(result["weights"], after) < PARITY * _distance(after, start)
 
 
+def _tensor_parallel_worker(rank: int, port: int, batch, folder, pad_id: int, out) -> None:
+    """One of two tensor-parallel ranks: a step, a save, the weights by buckets, a load."""
+    with megatron_world(rank, 2, port, "gloo", tensor_parallel=2), cpu_forward_patches():
+        options = _options(pad_id, value_head=True, reference=True)
+        strategy = MegatronStrategy(_policy("cpu"), tensor_parallel=2, **options)
+        held = strategy.local_bytes()["parameters"]
+        logprobs, _ = strategy.sequence_logprobs(batch.token_ids, batch.loss_mask)
+        metrics = strategy.train_step(batch)
+        weights = strategy.inference_state_dict()
+        names = list(strategy.weight_sizes())
+        buckets = {}
+        for start in range(0, len(names), 5):
+            buckets.update(strategy.gather_weights(names[start : start + 5]))
+        strategy.save(folder / "tp2")
+        moments = strategy.optimizer_state_by_name()
+        strategy.load(folder / "torch")  # a torch x1 checkpoint, resharded on load
+        loaded = strategy.inference_state_dict()
+        loaded_moments = strategy.optimizer_state_by_name()
+        if rank == 0:
+            torch.save(
+                {
+                    "held": held,
+                    "logprobs": logprobs,
+                    "metrics": metrics,
+                    "weights": weights,
+                    "buckets": buckets,
+                    "moments": moments,
+                    "loaded": loaded,
+                    "loaded_moments": loaded_moments,
+                },
+                out,
+            )
+
+
+def test_tensor_parallel_ranks_give_the_update_of_one_process(world, pad_id, tmp_path):
+    """Two ranks (gloo), each holding half of every matrix, on the same batch: the same
+    log-probs, metrics and update as torch x1; a checkpoint each way."""
+    with cpu_forward_patches():
+        options = _options(pad_id, value_head=True, reference=True)
+        single = TorchStrategy(_policy("cpu"), **options)
+        batch = _batch(single, critic=True)
+        start = {k: v.clone() for k, v in single.inference_state_dict().items()}
+        expected = single.train_step(batch)
+        after = single.inference_state_dict()
+        single.save(tmp_path / "torch")  # what the ranks load at the end
+        whole = MegatronStrategy(_policy("cpu"), **options).local_bytes()["parameters"]
+    out = tmp_path / "rank0.pt"
+    torch.multiprocessing.spawn(
+        _tensor_parallel_worker, args=(free_port(), batch, tmp_path, pad_id, out), nprocs=2
+    )
+    result = torch.load(out)
+    # each rank holds half of the matrices, all of the norms and the value head
+    assert 0.45 * whole < result["held"] < 0.6 * whole
+    for a, b in zip(result["logprobs"], batch.old_logprobs, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+    for name, value in expected.items():
+        assert result["metrics"][name] == pytest.approx(value, rel=1e-4, abs=1e-6), name
+    weights = result["weights"]
+    assert weights.keys() == after.keys()
+    assert _distance(weights, after) < PARITY * _distance(after, start)
+    assert all(torch.equal(result["buckets"][k], weights[k]) for k in weights)
+    # the TP=2 checkpoint loads into torch x1 exactly, moments by Hugging Face name included
+    reader = TorchStrategy(_policy("cpu"), **options)
+    reader.load(tmp_path / "tp2")
+    assert _distance(reader.inference_state_dict(), weights) == 0
+    for name, state in reader.optimizer_state_by_name().items():
+        for key in ("exp_avg", "exp_avg_sq"):
+            assert torch.equal(state[key], result["moments"][name][key]), (name, key)
+    # and torch x1's checkpoint loads into the two ranks exactly
+    assert _distance(result["loaded"], after) == 0
+    saved = single.optimizer_state_by_name()
+    assert result["loaded_moments"].keys() == saved.keys()
+    for name, state in saved.items():
+        for key in ("exp_avg", "exp_avg_sq"):
+            assert torch.equal(state[key], result["loaded_moments"][name][key]), (name, key)
+
+
 def test_lora_and_parallel_sizes_are_refused_in_one_line(world, pad_id):
     from trainer.config import LoraConfig
 
     with pytest.raises(ValueError, match="does not train LoRA adapters; use fsdp2"):
         MegatronStrategy(_policy("cpu"), lora=LoraConfig(), **_options(pad_id))
-    with pytest.raises(ValueError, match=r"tensor_parallel=1 .*\(got 2 and 1\)"):
+    with pytest.raises(ValueError, match="1 workers do not divide into tensor-parallel groups"):
         MegatronStrategy(_policy("cpu"), tensor_parallel=2, **_options(pad_id))
+    with pytest.raises(ValueError, match=r"pipeline_parallel=1 for now \(got 2\)"):
+        MegatronStrategy(_policy("cpu"), pipeline_parallel=2, **_options(pad_id))
 
 
 @pytest.mark.gpu

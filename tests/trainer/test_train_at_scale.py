@@ -160,12 +160,16 @@ def test_megatron_without_a_gpu_says_what_it_needs():
         (["model.lora={r: 8}"], "megatron does not train LoRA adapters: drop model.lora"),
         (["train.mixed_precision=true"], "drop train.mixed_precision or use .*fsdp2"),
         (
-            ["train.tensor_parallel=2", "train.context_parallel=2"],
-            r"data-parallel only for now \(train.tensor_parallel=2, "
+            ["train.pipeline_parallel=2", "train.context_parallel=2"],
+            r"tensor and data parallelism only for now \(train.pipeline_parallel=2, "
             r"train.context_parallel=2; allowed: 1\)",
         ),
+        (
+            ["train.workers=3", "train.tensor_parallel=2"],
+            "train.workers=3 is not a multiple of train.tensor_parallel=2",
+        ),
     ],
-    ids=["lora", "mixed-precision", "parallel-sizes"],
+    ids=["lora", "mixed-precision", "parallel-sizes", "tensor-groups"],
 )
 def test_what_megatron_does_not_train_yet_is_refused_in_one_line(overrides, message):
     if importlib.util.find_spec("megatron") is None:

@@ -109,16 +109,18 @@ def _check_megatron(config: Config) -> None:
             "train.strategy=megatron trains in the model's own dtype: drop "
             "train.mixed_precision or use train.strategy=fsdp2"
         )
-    sizes = {
-        name: getattr(train, name)
-        for name in ("tensor_parallel", "pipeline_parallel", "context_parallel")
-    }
+    sizes = {name: getattr(train, name) for name in ("pipeline_parallel", "context_parallel")}
     if any(size != 1 for size in sizes.values()):
         given = ", ".join(f"train.{name}={size}" for name, size in sizes.items() if size != 1)
         raise ConfigError(
-            f"train.strategy=megatron trains data-parallel only for now ({given}; allowed: 1): "
-            "each worker holds the whole model; the weight conversion already splits tensor "
-            "and pipeline parallel shards (trainer/strategies/megatron_weights.py)"
+            f"train.strategy=megatron trains with tensor and data parallelism only for now "
+            f"({given}; allowed: 1); the weight conversion already splits pipeline stages "
+            "(trainer/strategies/megatron_weights.py)"
+        )
+    if train.workers % train.tensor_parallel:
+        raise ConfigError(
+            f"train.workers={train.workers} is not a multiple of train.tensor_parallel="
+            f"{train.tensor_parallel}: the workers form groups of tensor_parallel"
         )
 
 
@@ -210,7 +212,11 @@ def build_strategy(
             offload_params=train.offload_params,
         )
     elif train.strategy == "megatron":
-        options.update(seed=train.seed, activation_checkpointing=train.activation_checkpointing)
+        options.update(
+            seed=train.seed,
+            activation_checkpointing=train.activation_checkpointing,
+            tensor_parallel=train.tensor_parallel,
+        )
     else:
         options.update(
             mixed_precision=train.mixed_precision,
@@ -230,6 +236,7 @@ def build_strategy(
         gpus=_worker_gpus(config, cuda),
         resources=dict(train.worker_resources),
         per_sequence=config.algorithm.aggregation != "token-mean",
+        tensor_parallel=train.tensor_parallel if train.strategy == "megatron" else 1,
         bucket_mb=config.rollout.weight_bucket_mb,
         stop_ray_on_close=started_ray,
     )

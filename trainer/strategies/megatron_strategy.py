@@ -8,12 +8,17 @@ checkpoint's ``model/`` folder and its AdamW moments (a moment has its weight's 
 converts the same way). So a checkpoint moves between ``megatron``, ``torch``, ``fsdp2`` and
 ``deepspeed``.
 
-Tensor and pipeline parallel sizes are 1: every worker holds the whole model. The workers
-split each batch (data parallel) and add their gradients with one all-reduce a step. Each
-worker's loss is already normalised by the whole batch's total (``train_step(part,
-total=...)``), so the sum is the gradient one process would compute:
+Workers form groups of ``tensor_parallel`` consecutive ranks: each holds 1/``tensor_parallel``
+of every attention and MLP matrix and of the vocabulary (Megatron's tensor parallelism), and
+all ranks of a group see the same sequences. The groups split each batch (data parallel) and
+add their gradients with one all-reduce a step. Each group's loss is already normalised by the
+whole batch's total (``train_step(part, total=...)``), so the sum is the gradient one process
+would compute:
 
-    grad = sum_w grad(loss_w)
+    grad = sum_g grad(loss_g)
+
+The gradient norm for clipping counts each sharded matrix's shards once (summed over the
+tensor-parallel group) and each replicated weight (the norms, a value head) once.
 
 Megatron-core's forward is written for CUDA (it asks ``torch.cuda.current_device()`` for
 buffers and its RNG tracker holds CUDA generator states), so the strategy runs on GPUs; the
@@ -57,11 +62,13 @@ def build_gpt_model(
     seed: int = 0,
     activation_checkpointing: bool = False,
     cuda: bool = False,
+    tensor_parallel: int = 1,
 ) -> nn.Module:
-    """A local-spec Megatron-core ``GPTModel`` for ``hf_config``'s model, made on the CPU
-    (move it with ``.to``). Starts Megatron's parallel state (sizes 1) if none is.
-    ``activation_checkpointing``: Megatron's full recompute of every layer. ``cuda``: it will
-    run on a GPU (Megatron's CUDA RNG tracker is seeded with ``seed``)."""
+    """A local-spec Megatron-core ``GPTModel`` for ``hf_config``'s model (this rank's
+    tensor-parallel shard), made on the CPU (move it with ``.to``). Starts Megatron's parallel
+    state (``tensor_parallel``, pipeline size 1) if none is. ``activation_checkpointing``:
+    Megatron's full recompute of every layer. ``cuda``: it will run on a GPU (Megatron's CUDA
+    RNG tracker is seeded with ``seed``)."""
     from megatron.core import parallel_state
     from megatron.core.models.gpt import GPTModel
     from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
@@ -69,11 +76,17 @@ def build_gpt_model(
     from megatron.core.transformer.transformer_config import TransformerConfig
 
     if not parallel_state.model_parallel_is_initialized():
-        parallel_state.initialize_model_parallel(1, 1)
+        parallel_state.initialize_model_parallel(tensor_parallel, 1)
+    started = parallel_state.get_tensor_model_parallel_world_size()
+    if started != tensor_parallel:
+        raise ValueError(
+            f"Megatron's parallel state runs tensor_parallel={started}, not {tensor_parallel}"
+        )
     if cuda:
         model_parallel_cuda_manual_seed(seed)  # the RNG state attention dropout forks
     config = TransformerConfig(
         **transformer_config_kwargs(hf_config),
+        tensor_model_parallel_size=tensor_parallel,
         use_cpu_initialization=True,
         params_dtype=dtype,
         # the fused kernels need Apex or Transformer Engine, which rollenv does not install
@@ -139,7 +152,8 @@ class MegatronPolicy(SelectedLogits):
             if gpt.share_embeddings_and_output_weights
             else None
         )
-        logits, _ = gpt.output_layer(hidden[rows, cols], weight=weight)
+        # tensor parallel: each rank computes its part of the vocabulary, then they are joined
+        logits, _ = gpt.output_layer(hidden[rows, cols], weight=weight, runtime_gather_output=True)
         return hidden, logits
 
 
@@ -147,20 +161,23 @@ class MegatronStrategy(_ShardedStrategy):
     """Trains a Hugging Face Llama / Qwen2 policy as a Megatron-core ``GPTModel``.
 
     Needs ``torch.distributed`` initialised (one rank a worker). LoRA is refused (Megatron-core
-    has no peft integration here), and so are tensor or pipeline parallel sizes above 1.
+    has no peft integration here), and so is a pipeline parallel size above 1.
 
     Args:
         model: the Hugging Face causal LM to start from, on the device to train on. Its
             weights are copied into the ``GPTModel``; it is then moved to the meta device and
             kept only to write ``model/`` folders.
-        tensor_parallel, pipeline_parallel: Megatron's parallel sizes (1 only, for now).
+        tensor_parallel: ranks that split each matrix (the world size must be a multiple).
+        pipeline_parallel: ranks that split the layers (1 only, for now).
         seed: Megatron's CUDA RNG seed.
         activation_checkpointing: recompute each layer's activations in the backward pass
             (Megatron's full, uniform recompute).
         **options: as :class:`~trainer.strategies.torch_strategy.TorchStrategy`.
     """
 
-    collective = False  # data parallel: one all-reduce a step, none a micro-batch
+    # tensor-parallel ranks see the same micro-batches; the data-parallel groups meet once a
+    # step (the gradient all-reduce), so no group runs filler micro-batches
+    collective = False
 
     def __init__(
         self,
@@ -176,32 +193,44 @@ class MegatronStrategy(_ShardedStrategy):
     ):
         if lora is not None:
             raise ValueError("train.strategy=megatron does not train LoRA adapters; use fsdp2")
-        if tensor_parallel != 1 or pipeline_parallel != 1:
+        if pipeline_parallel != 1:
             raise ValueError(
-                f"train.strategy=megatron trains with tensor_parallel=1 and pipeline_parallel=1 "
-                f"for now (got {tensor_parallel} and {pipeline_parallel}); the weight conversion "
-                "supports both (megatron_weights.py), the training loop does not yet"
+                f"train.strategy=megatron trains with pipeline_parallel=1 for now (got "
+                f"{pipeline_parallel}); the weight conversion splits pipeline stages "
+                "(megatron_weights.py), the training loop does not yet"
+            )
+        if dist.get_world_size() % tensor_parallel:
+            raise ValueError(
+                f"{dist.get_world_size()} workers do not divide into tensor-parallel groups of "
+                f"{tensor_parallel}"
             )
         options.pop("packing", None)
         self.hf_config = model.config
         first = next(model.parameters())
         device, self._dtype = first.device, first.dtype
+        build = {
+            "dtype": self._dtype,
+            "seed": seed,
+            "cuda": device.type == "cuda",
+            "tensor_parallel": tensor_parallel,
+        }
         gpt = build_gpt_model(
-            self.hf_config,
-            dtype=self._dtype,
-            seed=seed,
-            activation_checkpointing=activation_checkpointing,
-            cuda=device.type == "cuda",
+            self.hf_config, activation_checkpointing=activation_checkpointing, **build
         )
-        _load_hf_weights(gpt, model.state_dict(), self.hf_config)
+        from megatron.core import parallel_state
+
+        self.tensor_parallel = tensor_parallel
+        self._tp_rank = parallel_state.get_tensor_model_parallel_rank()
+        self._tp_group = parallel_state.get_tensor_model_parallel_group()
+        self._dp_group = parallel_state.get_data_parallel_group()
+        self._dp_size = parallel_state.get_data_parallel_world_size()
+        self._load_hf(gpt, model.state_dict())
         self._hf_names = [name for name, _ in model.named_parameters()]  # tied: once
         self._skeleton = model.to("meta")  # its config and save_pretrained, no weights
         policy = MegatronPolicy(gpt.to(device), self.hf_config)
         super().__init__(policy, packing=False, reference=False, **options)
         if reference:  # a second GPTModel (a deep copy would copy Megatron's process groups)
-            frozen = build_gpt_model(
-                self.hf_config, dtype=self._dtype, seed=seed, cuda=device.type == "cuda"
-            )
+            frozen = build_gpt_model(self.hf_config, **build)
             frozen.load_state_dict(gpt.state_dict())
             self._reference = MegatronPolicy(frozen.to(device), self.hf_config)
             self._reference.eval().requires_grad_(False)
@@ -211,18 +240,35 @@ class MegatronStrategy(_ShardedStrategy):
         return self.model
 
     def _optimizer_step(self) -> float:
-        if self.world > 1:
-            parameters = [p for _, p in self.trainable_parameters()]
-            for p in parameters:  # a worker with no sequences this step adds zeros
-                if p.grad is None:
-                    p.grad = torch.zeros_like(p)
-            _all_reduce_sum([p.grad for p in parameters])
-        return super()._optimizer_step()
+        """Adds the data-parallel groups' gradients, clips their global norm, steps AdamW."""
+        parameters = [p for _, p in self.trainable_parameters()]
+        for p in parameters:  # a group with no sequences this step adds zeros
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+        if self._dp_size > 1:
+            _all_reduce_sum([p.grad for p in parameters], group=self._dp_group)
+        norm = self._gradient_norm(parameters)
+        max_norm = self.grad_clip if self.grad_clip is not None else float("inf")
+        scale = max_norm / (norm + 1e-6)  # as torch.nn.utils.clip_grad_norm_
+        if scale < 1.0:
+            for p in parameters:
+                p.grad.mul_(scale)
+        self.optimizer.step()
+        return norm
+
+    def _gradient_norm(self, parameters: list[nn.Parameter]) -> float:
+        """||grad|| of the whole model: shards summed over the tensor-parallel group,
+        replicated weights counted once."""
+        device = parameters[0].grad.device
+        squares = {True: torch.zeros((), device=device), False: torch.zeros((), device=device)}
+        for p in parameters:
+            sharded = bool(getattr(p, "tensor_model_parallel", False))
+            squares[sharded] = squares[sharded] + p.grad.float().pow(2).sum()
+        if self.tensor_parallel > 1:
+            dist.all_reduce(squares[True], group=self._tp_group)
+        return float((squares[True] + squares[False]).sqrt())
 
     # ------------------------------------------------------------------ weights
-    def _megatron_names(self) -> dict[str, nn.Parameter]:
-        return dict(self.model.model.named_parameters())
-
     def _megatron_state(self) -> dict[str, torch.Tensor]:
         return {
             k: v.detach()
@@ -230,9 +276,32 @@ class MegatronStrategy(_ShardedStrategy):
             if isinstance(v, torch.Tensor)  # not Megatron's _extra_state entries
         }
 
+    def _tensor_parallel_shards(self, state: dict[str, torch.Tensor]) -> list[dict]:
+        """``state`` of every rank of this tensor-parallel group, in rank order (a collective
+        over the group; with more than one rank, the tensors come back on the CPU)."""
+        if self.tensor_parallel == 1:
+            return [state]
+        shards: list = [None] * self.tensor_parallel
+        cpu = {k: v.cpu() for k, v in state.items()}
+        dist.all_gather_object(shards, cpu, group=self._tp_group)
+        return shards
+
+    def _load_hf(self, gpt: nn.Module, weights: dict[str, torch.Tensor]) -> None:
+        """Copies Hugging Face weights into this rank's shard ``gpt``."""
+        state = hf_to_megatron(weights, self.hf_config, tensor_parallel=self.tensor_parallel)
+        result = gpt.load_state_dict(state[self._tp_rank], strict=False)
+        missing = [k for k in result.missing_keys if not k.endswith("._extra_state")]
+        if missing or result.unexpected_keys:
+            raise ValueError(
+                f"Megatron GPTModel does not match the converted weights: missing {missing}, "
+                f"unexpected {result.unexpected_keys}"
+            )
+
     def inference_state_dict(self) -> dict[str, torch.Tensor]:
-        """The policy's weights under Hugging Face names (on the CPU)."""
-        weights = megatron_to_hf([self._megatron_state()], self.hf_config)
+        """The policy's weights under Hugging Face names (on the CPU; with tensor
+        parallelism, a collective: every rank must call it)."""
+        shards = self._tensor_parallel_shards(self._megatron_state())
+        weights = megatron_to_hf(shards, self.hf_config)
         copied: dict[int, torch.Tensor] = {}  # tied weights stay one tensor
         return {k: copied.setdefault(id(v), v.cpu()) for k, v in weights.items()}
 
@@ -242,7 +311,8 @@ class MegatronStrategy(_ShardedStrategy):
 
     def gather_weights(self, names: list[str]) -> dict[str, torch.Tensor]:
         """These weights under Hugging Face names, on the CPU. Only the decoder layers they
-        belong to are converted, so a weight sync by buckets converts each layer once."""
+        belong to are converted (and gathered over the tensor-parallel group), so a weight
+        sync by buckets converts each layer once."""
         layers = sorted({int(n.split(".")[2]) for n in names if n.startswith("model.layers.")})
         state = self._megatron_state()
         part = {k: v for k, v in state.items() if not k.startswith("decoder.layers.")}
@@ -258,7 +328,7 @@ class MegatronStrategy(_ShardedStrategy):
         config = copy.copy(self.hf_config)
         config.num_hidden_layers = len(layers)
         weights = {}
-        for name, value in megatron_to_hf([part], config).items():
+        for name, value in megatron_to_hf(self._tensor_parallel_shards(part), config).items():
             if name.startswith("model.layers."):
                 _, _, index, rest = name.split(".", 3)
                 name = f"model.layers.{layers[int(index)]}.{rest}"
@@ -270,7 +340,7 @@ class MegatronStrategy(_ShardedStrategy):
         return self._skeleton
 
     def _load_model_folder(self, folder: Path) -> None:
-        _load_hf_weights(self.model.model, read_model_folder(folder), self.hf_config)
+        self._load_hf(self.model.model, read_model_folder(folder))
 
     # ------------------------------------------------------------------ optimizer state
     def optimizer_state_by_name(self) -> dict[str, dict[str, torch.Tensor]]:
@@ -283,7 +353,10 @@ class MegatronStrategy(_ShardedStrategy):
             return {**dict.fromkeys(hf_names, {}), **out}
         step = next(state["step"] for state in policy.values())
         moments = {
-            key: megatron_to_hf([{k: v[key] for k, v in policy.items()}], self.hf_config)
+            key: megatron_to_hf(
+                self._tensor_parallel_shards({k: v[key] for k, v in policy.items()}),
+                self.hf_config,
+            )
             for key in _MOMENTS
         }
         for name in hf_names:
@@ -298,7 +371,11 @@ class MegatronStrategy(_ShardedStrategy):
                 policy.pop("lm_head.weight", None)
             try:
                 moments = {
-                    key: hf_to_megatron({k: v[key] for k, v in policy.items()}, self.hf_config)[0]
+                    key: hf_to_megatron(
+                        {k: v[key] for k, v in policy.items()},
+                        self.hf_config,
+                        tensor_parallel=self.tensor_parallel,
+                    )[self._tp_rank]
                     for key in _MOMENTS
                 }
             except (KeyError, ValueError) as error:
@@ -324,20 +401,8 @@ class MegatronStrategy(_ShardedStrategy):
         }
 
 
-def _load_hf_weights(gpt: nn.Module, weights: dict[str, torch.Tensor], hf_config) -> None:
-    """Copies Hugging Face weights into ``gpt`` (in place; its device and dtype kept)."""
-    (state,) = hf_to_megatron(weights, hf_config)
-    result = gpt.load_state_dict(state, strict=False)
-    missing = [k for k in result.missing_keys if not k.endswith("._extra_state")]
-    if missing or result.unexpected_keys:
-        raise ValueError(
-            f"Megatron GPTModel does not match the converted weights: missing {missing}, "
-            f"unexpected {result.unexpected_keys}"
-        )
-
-
-def _all_reduce_sum(tensors: list[torch.Tensor], bucket_values: int = 2**25) -> None:
-    """Sums ``tensors`` over the process group in place, a flat bucket at a time."""
+def _all_reduce_sum(tensors: list[torch.Tensor], group=None, bucket_values: int = 2**25) -> None:
+    """Sums ``tensors`` over the process ``group`` in place, a flat bucket at a time."""
     bucket: list[torch.Tensor] = []
     held = 0
     for tensor in [*tensors, None]:
@@ -346,7 +411,7 @@ def _all_reduce_sum(tensors: list[torch.Tensor], bucket_values: int = 2**25) -> 
             held += tensor.numel()
         if bucket and (tensor is None or held >= bucket_values):
             flat = torch.cat([t.reshape(-1) for t in bucket])
-            dist.all_reduce(flat)
+            dist.all_reduce(flat, group=group)
             for t, part in zip(bucket, flat.split([t.numel() for t in bucket]), strict=True):
                 t.copy_(part.view_as(t))
             bucket, held = [], 0

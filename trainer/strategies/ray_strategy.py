@@ -1,12 +1,15 @@
 """``RayStrategy``: the :class:`~trainer.strategies.base.Strategy` of a Ray group of train
-workers (FSDP2 or DeepSpeed ZeRO), driven by the pipeline as its single controller.
+workers (FSDP2, DeepSpeed ZeRO or Megatron-core), driven by the pipeline as its single
+controller.
 
-Each call splits the sequences across the workers by tokens
-(:func:`~trainer.strategies.token_balance.split_by_tokens`), sends each worker its part with
-the whole batch's normaliser, and puts the results back in the batch's order. Metrics come
-back weighted by each part's share of the batch, so their sum over the workers is the
-batch's value; the gradient norm is the same on every worker (it is computed over the
-gathered gradient).
+Each call splits the sequences across the data-parallel groups by tokens
+(:func:`~trainer.strategies.token_balance.split_for_workers`), sends each worker its group's
+part with the whole batch's normaliser, and puts the results back in the batch's order. A
+group is one worker, or, with Megatron's tensor parallelism, ``tensor_parallel`` consecutive
+workers that get the same part (the first one's results are used). Metrics come back
+weighted by each part's share of the batch, so their sum over the groups is the batch's
+value; the gradient norm is the same on every worker (it is computed over the gathered
+gradient).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from pathlib import Path
 import torch
 
 from trainer.batch import TokenBatch
-from trainer.strategies.token_balance import split_by_tokens
+from trainer.strategies.token_balance import split_for_workers
 from trainer.strategies.worker_group import TrainWorkerGroup, WorkerSpec
 
 #: Metrics that are the same on every worker, not shares to add up.
@@ -32,6 +35,7 @@ class RayStrategy:
         workers: the group's size.
         cpus, gpus, resources: Ray resources of each worker.
         per_sequence: the loss is normalised by sequences (``seq-mean-*``), not tokens.
+        tensor_parallel: consecutive workers that share each part of a batch (Megatron).
         bucket_mb: the most weight bytes gathered at once for a weight sync.
         stop_ray_on_close: :meth:`close` also stops Ray (the caller started it for this).
     """
@@ -45,11 +49,17 @@ class RayStrategy:
         gpus: float = 0.0,
         resources: dict[str, float] | None = None,
         per_sequence: bool = False,
+        tensor_parallel: int = 1,
         bucket_mb: float = 64.0,
         stop_ray_on_close: bool = False,
     ):
         self.spec = spec
         self.per_sequence = per_sequence
+        if workers % tensor_parallel:
+            raise ValueError(
+                f"{workers} workers do not divide by tensor_parallel={tensor_parallel}"
+            )
+        self.tensor_parallel = tensor_parallel
         self.bucket_bytes = int(bucket_mb * 2**20)
         self.stop_ray_on_close = stop_ray_on_close
         self.group = TrainWorkerGroup(
@@ -72,14 +82,23 @@ class RayStrategy:
     ) -> list[torch.Tensor]:
         return self._scores(sequences, masks, False, reference=True)[0]
 
+    def _call(self, method: str, parts: list[list[int]], args) -> tuple[list, list]:
+        """Calls ``method`` on every worker with ``args(its part)``; returns each data-parallel
+        group's part and result (its first worker's)."""
+        results = self.group.call(method, [args(part) for part in parts])
+        step = self.tensor_parallel
+        return parts[::step], results[::step]
+
     def _scores(self, sequences, masks, with_values: bool, *, reference: bool):
-        parts = split_by_tokens([len(s) for s in sequences], self.workers)
-        results = self.group.call(
+        parts, results = self._call(
             "sequence_logprobs",
-            [
-                ([sequences[i] for i in part], [masks[i] for i in part], with_values, reference)
-                for part in parts
-            ],
+            split_for_workers([len(s) for s in sequences], self.workers, self.tensor_parallel),
+            lambda part: (
+                [sequences[i] for i in part],
+                [masks[i] for i in part],
+                with_values,
+                reference,
+            ),
         )
         logprobs: list = [None] * len(sequences)
         values: list = [None] * len(sequences)
@@ -99,8 +118,13 @@ class RayStrategy:
         return self._update("sft", batch, batch.valid_tokens)
 
     def _update(self, kind: str, batch: TokenBatch, total: float) -> dict[str, float]:
-        parts = split_by_tokens([len(s) for s in batch.token_ids], self.workers)
-        results = self.group.call("update", [(kind, batch.select(part), total) for part in parts])
+        _, results = self._call(
+            "update",
+            split_for_workers(
+                [len(s) for s in batch.token_ids], self.workers, self.tensor_parallel
+            ),
+            lambda part: (kind, batch.select(part), total),
+        )
         metrics: dict[str, float] = {}
         for result in results:
             for name, value in result.items():
