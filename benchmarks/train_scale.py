@@ -288,6 +288,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="smollm2-135m", help="smollm2-135m or tiny-random")
     parser.add_argument("--warmup", type=int, default=1, help="untimed steps first (1)")
+    parser.add_argument(
+        "--activation-checkpointing",
+        action="store_true",
+        help="every strategy recomputes each layer in the backward pass (less activation memory)",
+    )
     defaults = {"sequences": 8, "length": 256, "micro_batch_tokens": 2048, "steps": 3}
     args = parse_batch_arguments(
         parser, argv, labels=list(STRATEGIES), defaults=defaults, json_name="train_scale.json"
@@ -311,6 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "lr": 1e-5,
         "micro_batch_tokens": args.micro_batch_tokens,
         "loss": LossSettings(),
+        "activation_checkpointing": args.activation_checkpointing,
     }
     ray.init(num_cpus=2 * CORES, include_dashboard=False, log_to_driver=False)
     try:
@@ -329,7 +335,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print_table(
         list(COLUMNS),
         [[cell(r) for cell in COLUMNS.values()] for r in results],
-        f"One policy update: {args.model}, {args.sequences} x {args.length} tokens",
+        f"One policy update: {args.model}, {args.sequences} x {args.length} tokens"
+        + (", activation checkpointing" if args.activation_checkpointing else ""),
     )
     print(
         f"tokens/s counts all {args.sequences * args.length} tokens of the batch (loss on the "

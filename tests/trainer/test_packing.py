@@ -15,7 +15,6 @@ from trainer.config import LoraConfig  # noqa: E402
 from trainer.models import load_model  # noqa: E402
 from trainer.strategies.logprobs import Layout, score_layout, sequence_logprobs  # noqa: E402
 from trainer.strategies.packing import (  # noqa: E402
-    checkpoint_layers,
     pack,
     packed_attention,
     supports_packing,
@@ -173,8 +172,8 @@ def test_train_step_packed_matches_padded(lora, aggregation, critic):
 
 
 def test_checkpointed_layers_are_recomputed_packed():
-    """FSDP2's ``train.activation_checkpointing`` (``checkpoint_layers``): each layer is
-    recomputed in the backward pass, after packing's context is left; without
+    """``train.activation_checkpointing`` (``checkpoint_layers``, on every strategy): each
+    layer is recomputed in the backward pass, after packing's context is left; without
     ``recompute_contexts`` the recomputed attention would cross sequences (torch raises
     CheckpointError, other tensors saved)."""
     base, tokenizer = load_model("tiny-random", seed=0)
@@ -189,11 +188,14 @@ def test_checkpointed_layers_are_recomputed_packed():
     grads = {}
     for checkpointed in (False, True):
         model = copy.deepcopy(base)
-        if checkpointed:
-            checkpoint_layers(model)
         strategy = TorchStrategy(
-            model, pad_id=tokenizer.pad_token_id, micro_batch_tokens=120, packing=checkpointed
+            model,
+            pad_id=tokenizer.pad_token_id,
+            micro_batch_tokens=120,
+            packing=checkpointed,
+            activation_checkpointing=checkpointed,
         )
+        assert model.is_gradient_checkpointing == checkpointed
         strategy.train_step(batch)
         grads[checkpointed] = {n: p.grad.clone() for n, p in model.named_parameters()}
     for name, grad in grads[False].items():

@@ -63,6 +63,7 @@ def strategy_options(config: Config, *, lr: float | None = None) -> dict:
         "lora": config.model.lora,
         "value_head": algorithm.name == "ppo",
         "reference": algorithm.kl_coef > 0,
+        "activation_checkpointing": config.train.activation_checkpointing,
     }
 
 
@@ -212,16 +213,9 @@ def build_strategy(
             offload_params=train.offload_params,
         )
     elif train.strategy == "megatron":
-        options.update(
-            seed=train.seed,
-            activation_checkpointing=train.activation_checkpointing,
-            tensor_parallel=train.tensor_parallel,
-        )
+        options.update(seed=train.seed, tensor_parallel=train.tensor_parallel)
     else:
-        options.update(
-            mixed_precision=train.mixed_precision,
-            activation_checkpointing=train.activation_checkpointing,
-        )
+        options.update(mixed_precision=train.mixed_precision)
     spec = WorkerSpec(
         strategy=train.strategy,
         model_name=model_name or config.model.name,

@@ -23,7 +23,6 @@ import torch.distributed as dist
 from torch import nn
 
 from trainer.strategies.logprobs import SelectedLogits
-from trainer.strategies.packing import checkpoint_layers
 from trainer.strategies.torch_strategy import TorchStrategy, read_model_folder
 
 
@@ -123,8 +122,7 @@ class FSDP2Strategy(_ShardedStrategy):
     Args:
         model: the policy (sharded in place).
         mixed_precision: compute in bfloat16, keep float32 weights and gradient reduction.
-        activation_checkpointing: recompute each layer's activations in the backward pass.
-        **options: as :class:`TorchStrategy`.
+        **options: as :class:`TorchStrategy` (``activation_checkpointing`` among them).
     """
 
     def __init__(
@@ -132,11 +130,9 @@ class FSDP2Strategy(_ShardedStrategy):
         model: nn.Module,
         *,
         mixed_precision: bool = False,
-        activation_checkpointing: bool = False,
         **options,
     ):
         self._mixed_precision = mixed_precision
-        self._activation_checkpointing = activation_checkpointing
         super().__init__(model, **options)
 
     def _prepare(self) -> None:
@@ -147,8 +143,6 @@ class FSDP2Strategy(_ShardedStrategy):
             shard_options["mp_policy"] = MixedPrecisionPolicy(
                 param_dtype=torch.bfloat16, reduce_dtype=torch.float32
             )
-        if self._activation_checkpointing:
-            checkpoint_layers(self.model)
         for layer in _decoder_layers(self.model):
             fully_shard(layer, **shard_options)
         if self.value_head is not None:  # its own unit: it is called outside the policy's forward

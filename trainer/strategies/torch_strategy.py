@@ -22,7 +22,7 @@ from trainer.algorithms import aggregate_loss, kl_penalty, ppo_policy_loss, valu
 from trainer.batch import TokenBatch, micro_batches, pad_values
 from trainer.config import LoraConfig
 from trainer.strategies.logprobs import Layout, score_layout, sequence_logprobs
-from trainer.strategies.packing import supports_packing
+from trainer.strategies.packing import checkpoint_layers, supports_packing
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,8 @@ class TorchStrategy:
         reference: keep a frozen reference policy for the KL term.
         packing: pack each micro-batch's sequences into one row where the model supports it
             (same results as padding, without computing padding); ``False`` always pads.
+        activation_checkpointing: keep only each decoder layer's input in the forward pass and
+            recompute the layer in the backward pass (less memory, about a third more time).
     """
 
     def __init__(
@@ -74,6 +76,7 @@ class TorchStrategy:
         value_head: bool = False,
         reference: bool = False,
         packing: bool = True,
+        activation_checkpointing: bool = False,
     ):
         self.pad_id = pad_id
         self.loss = loss or LossSettings()
@@ -106,6 +109,8 @@ class TorchStrategy:
             self.value_head = nn.Linear(model.config.hidden_size, 1, device=self.device)
             nn.init.zeros_(self.value_head.weight)
             nn.init.zeros_(self.value_head.bias)
+        if activation_checkpointing:
+            checkpoint_layers(self.model)
         self._prepare()
         params = [p for _, p in self.trainable_parameters()]
         self.optimizer = self._make_optimizer(
