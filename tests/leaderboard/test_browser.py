@@ -223,6 +223,9 @@ def test_episode_viewer_steps_through_sokoban(watched: Watched, base: str) -> No
     page.click('table.ranking tr[data-model="oracle"] td.model a')
     page.click('details.episodes[data-env="SimpleSokoban-v0"] summary')
     page.click('details.episodes[data-env="SimpleSokoban-v0"] a.solved >> nth=0')
+    # the click returns once the episode page starts loading; its viewer script (which hides
+    # all turns but the first) runs before "load"
+    page.wait_for_load_state("load")
     assert page.locator("#viewer").count() == 1
     turns = int(page.get_attribute("#viewer", "data-turns"))
     assert turns >= 2
