@@ -327,12 +327,13 @@ class MegatronStrategy(_ShardedStrategy):
             )
         config = copy.copy(self.hf_config)
         config.num_hidden_layers = len(layers)
+        wanted = set(names)
         weights = {}
         for name, value in megatron_to_hf(self._tensor_parallel_shards(part), config).items():
             if name.startswith("model.layers."):
                 _, _, index, rest = name.split(".", 3)
                 name = f"model.layers.{layers[int(index)]}.{rest}"
-            if name in names:
+            if name in wanted:
                 weights[name] = value.cpu()
         return weights
 
@@ -389,16 +390,6 @@ class MegatronStrategy(_ShardedStrategy):
                     **{key: moments[key][name] for key in _MOMENTS},
                 }
         super()._set_optimizer_state_by_name(converted, folder)
-
-    def local_bytes(self) -> dict[str, int]:
-        tensors = list(self.model.parameters())
-        if self.value_head is not None:
-            tensors += list(self.value_head.parameters())
-        states = [v for state in self.optimizer.state.values() for v in state.values()]
-        return {
-            "parameters": sum(t.numel() * t.element_size() for t in tensors),
-            "optimizer": sum(v.numel() * v.element_size() for v in states if v.dim() > 0),
-        }
 
 
 def _all_reduce_sum(tensors: list[torch.Tensor], group=None, bucket_values: int = 2**25) -> None:
