@@ -30,6 +30,8 @@ strategy that cannot run is left out with the reason)::
 
     RAY_AUTH_MODE=disabled python benchmarks/train_scale.py           # SmolLM2-135M, ~15 min
     RAY_AUTH_MODE=disabled python benchmarks/train_scale.py --quick   # tiny-random, ~1.5 min
+    RAY_AUTH_MODE=disabled python benchmarks/train_scale.py --return-freed-memory \
+        --json benchmarks/results/train_scale_freed_memory.json  # train.return_freed_memory
 
 It prints the table, the issue's goals for x2 (per-worker peak memory <= 60% of x1's at >=
 0.7x its tokens/s; PASS/FAIL, informational) and writes every raw number to JSON (``--json``).
@@ -91,13 +93,16 @@ def build_batch(args: argparse.Namespace, vocab: int):
 class SingleProcess:
     """torch x1 as a Ray actor, measured the way ``TrainWorker`` measures a group's worker."""
 
-    def __init__(self, model_name: str, options: dict, threads: int):
+    def __init__(self, model_name: str, options: dict, threads: int, return_freed: bool):
         import torch
 
         from trainer.models import load_model
+        from trainer.strategies.host_memory import return_freed_tensors_to_os
         from trainer.strategies.torch_strategy import TorchStrategy
 
         torch.set_num_threads(threads)
+        if return_freed:  # as build_strategy does for train.return_freed_memory
+            return_freed_tensors_to_os()
         model, _ = load_model(model_name, seed=0)
         self.strategy = TorchStrategy(model, **options)
 
@@ -119,13 +124,13 @@ class SingleProcess:
 class Single:
     """torch x1 behind the calls this benchmark makes of a ``RayStrategy`` (its ``group``)."""
 
-    def __init__(self, model_name: str, options: dict):
+    def __init__(self, model_name: str, options: dict, return_freed: bool):
         import ray
 
         actor = ray.remote(SingleProcess).options(
             num_cpus=CORES, runtime_env={"env_vars": {"OMP_NUM_THREADS": str(CORES)}}
         )
-        self.actor = actor.remote(model_name, options, CORES)
+        self.actor = actor.remote(model_name, options, CORES, return_freed)
         self.group = self  # RayStrategy.group.call(...) -> Single.call(...)
 
     def call(self, method: str, *args, **kwargs) -> list:
@@ -156,9 +161,9 @@ def started(label: str, args: argparse.Namespace, options: dict):
 
     clock = time.perf_counter()
     if kind == "torch":
-        strategy = Single(args.model, options)
+        strategy = Single(args.model, options, args.return_freed_memory)
     else:
-        spec = WorkerSpec(kind, args.model, 0, "cpu", {**options, **own})
+        spec = WorkerSpec(kind, args.model, 0, "cpu", {**options, **own}, args.return_freed_memory)
         strategy = RayStrategy(spec, workers=workers, cpus=CORES // workers)
     strategy.group.call("peak_memory")  # waits for the workers' setup
     return strategy, {"label": label, "setup_s": time.perf_counter() - clock, "seconds": []}
@@ -293,6 +298,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="store_true",
         help="every strategy recomputes each layer in the backward pass (less activation memory)",
     )
+    parser.add_argument(
+        "--return-freed-memory",
+        action="store_true",
+        help="every process returns freed tensors of 1 MiB or more to the OS at once "
+        "(train.return_freed_memory: less peak memory, slower steps)",
+    )
     defaults = {"sequences": 8, "length": 256, "micro_batch_tokens": 2048, "steps": 3}
     args = parse_batch_arguments(
         parser, argv, labels=list(STRATEGIES), defaults=defaults, json_name="train_scale.json"
@@ -336,7 +347,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         list(COLUMNS),
         [[cell(r) for cell in COLUMNS.values()] for r in results],
         f"One policy update: {args.model}, {args.sequences} x {args.length} tokens"
-        + (", activation checkpointing" if args.activation_checkpointing else ""),
+        + (", activation checkpointing" if args.activation_checkpointing else "")
+        + (", freed memory returned (1 MiB threshold)" if args.return_freed_memory else ""),
     )
     print(
         f"tokens/s counts all {args.sequences * args.length} tokens of the batch (loss on the "

@@ -252,6 +252,9 @@ class TrainConfig(_Section):
     # fsdp2: bfloat16 compute with float32 master weights where the device supports it
     mixed_precision: bool = False
     activation_checkpointing: bool = False
+    # every training process returns freed tensors of 1 MiB or more to the OS at once (glibc's
+    # mmap threshold, fixed): less peak memory, slower steps (trainer.strategies.host_memory)
+    return_freed_memory: bool = False
     # megatron (GPUs only)
     tensor_parallel: int = Field(1, gt=0)
     pipeline_parallel: int = Field(1, gt=0)

@@ -14,11 +14,13 @@ Example:
 from __future__ import annotations
 
 import importlib.util
+import warnings
 
 import torch
 
 from trainer.config import Config, ConfigError
 from trainer.extras import INSTALL_COMMANDS
+from trainer.strategies.host_memory import return_freed_tensors_to_os
 from trainer.strategies.torch_strategy import LossSettings, TorchStrategy
 
 __all__ = ["build_strategy", "check_strategy", "resolve_device"]
@@ -192,6 +194,11 @@ def build_strategy(
     train = config.train
     if train.strategy == "torch":
         check_strategy(config)
+        if train.return_freed_memory and not return_freed_tensors_to_os():
+            warnings.warn(
+                "train.return_freed_memory does nothing here: it needs glibc's malloc (Linux)",
+                stacklevel=2,
+            )
         return TorchStrategy(model, **options)
     import ray
 
@@ -222,6 +229,7 @@ def build_strategy(
         seed=train.seed,
         device="cuda" if cuda else "cpu",
         options=options,
+        return_freed_memory=train.return_freed_memory,
     )
     return RayStrategy(
         spec,

@@ -41,7 +41,9 @@ class WorkerSpec:
     """What every train worker builds: the policy and its sharded strategy.
 
     ``options`` are :class:`~trainer.strategies.torch_strategy.TorchStrategy` keyword
-    arguments plus the strategy's own (``zero_stage``, ``mixed_precision``, ...).
+    arguments plus the strategy's own (``zero_stage``, ``mixed_precision``, ...);
+    ``return_freed_memory`` is ``train.return_freed_memory`` (see
+    :mod:`trainer.strategies.host_memory`).
     """
 
     strategy: str
@@ -49,6 +51,7 @@ class WorkerSpec:
     seed: int
     device: str
     options: dict[str, Any] = field(default_factory=dict)
+    return_freed_memory: bool = False
 
 
 class TrainWorker:
@@ -73,7 +76,10 @@ class TrainWorker:
         import torch.distributed as dist
 
         from trainer.models import load_model
+        from trainer.strategies.host_memory import return_freed_tensors_to_os
 
+        if spec.return_freed_memory:
+            return_freed_tensors_to_os()
         os.environ.update(
             RANK=str(rank),
             WORLD_SIZE=str(world),
