@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
 import sys
 import time
@@ -42,19 +41,18 @@ MB = 2**20
 ARMS = {"torch x1": ("torch", 1), "fsdp2 x2": ("fsdp2", 2)}
 
 
-def _status_mb(field: str) -> float:
+def _resident_mb() -> float:
+    """This process's resident set now (``VmRSS``), in MB."""
     with open("/proc/self/status") as status:
         for line in status:
-            if line.startswith(field + ":"):
+            if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
-    raise RuntimeError(f"no {field} in /proc/self/status")
+    raise RuntimeError("no VmRSS in /proc/self/status")
 
 
 def _one_process(rank: int, world: int, kind: str, port: int, settings: dict, out) -> None:
     """One process of a run (``torch.multiprocessing.spawn`` calls it): builds the strategy,
     runs the steps, puts ``(rank, result)`` on ``out``."""
-    import gc
-
     import torch
     from train_scale import build_batch
 
@@ -62,6 +60,7 @@ def _one_process(rank: int, world: int, kind: str, port: int, settings: dict, ou
     from trainer.strategies.host_memory import return_freed_tensors_to_os
     from trainer.strategies.token_balance import split_for_workers
     from trainer.strategies.torch_strategy import LossSettings, TorchStrategy
+    from trainer.strategies.worker_group import peak_rss
 
     torch.set_num_threads(CORES // world)
     if settings["return_freed"]:
@@ -87,17 +86,13 @@ def _one_process(rank: int, world: int, kind: str, port: int, settings: dict, ou
     shape = argparse.Namespace(seed=0, sequences=n, length=length)
     batch = build_batch(shape, len(tokenizer))  # train_scale.py's batch
     part = batch.select(split_for_workers([length] * n, world)[rank]) if world > 1 else batch
-    gc.collect()
-    with open("/proc/self/clear_refs", "w") as handle:
-        handle.write("5")  # the peak restarts from the size after setup
+    peak_rss(reset=True)  # the peak restarts from the size after setup, as in train_scale.py
     seconds = []
     for _ in range(settings["steps"]):
         clock = time.perf_counter()
         strategy.train_step(part, total=batch.valid_tokens)
         seconds.append(time.perf_counter() - clock)
-    out.put(
-        (rank, {"seconds": seconds, "peak_mb": _status_mb("VmHWM"), "kept_mb": _status_mb("VmRSS")})
-    )
+    out.put((rank, {"seconds": seconds, "peak_mb": peak_rss() / MB, "kept_mb": _resident_mb()}))
     if world > 1:
         torch.distributed.destroy_process_group()
 
@@ -147,8 +142,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from trainer.strategies.host_memory import glibc_malloc
+
     args = parse_args(argv)
-    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+    if not glibc_malloc():
         print("needs Linux with glibc's malloc: nothing to measure here", file=sys.stderr)
         return 1
     runs, summary, port = [], [], 29700

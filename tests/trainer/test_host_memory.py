@@ -4,14 +4,15 @@ is never made in the test process)."""
 
 from __future__ import annotations
 
-import platform
 import subprocess
 import sys
 
 import pytest
 
+from trainer.strategies.host_memory import glibc_malloc
+
 pytestmark = pytest.mark.skipif(
-    platform.system() != "Linux" or platform.libc_ver()[0] != "glibc",
+    not glibc_malloc(),
     reason="glibc's mallopt only (the setting does nothing elsewhere)",
 )
 

@@ -18,12 +18,20 @@ so 1 MiB it is. ``train.return_freed_memory`` turns it on; it is off by default.
 from __future__ import annotations
 
 import ctypes
+import functools
 import platform
 
 #: ``mallopt``'s parameter number for the mmap threshold (glibc's malloc.h).
 _M_MMAP_THRESHOLD = -3
 #: Allocations of at least this many bytes get their own mapping.
 DEFAULT_THRESHOLD_BYTES = 1 << 20
+
+
+@functools.cache  # platform.libc_ver() scans the interpreter's binary
+def glibc_malloc() -> bool:
+    """Whether this process allocates with glibc's ``malloc`` (Linux with glibc), the only
+    allocator :func:`return_freed_tensors_to_os` can set."""
+    return platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
 
 
 def return_freed_tensors_to_os(threshold_bytes: int = DEFAULT_THRESHOLD_BYTES) -> bool:
@@ -39,7 +47,7 @@ def return_freed_tensors_to_os(threshold_bytes: int = DEFAULT_THRESHOLD_BYTES) -
         >>> return_freed_tensors_to_os()  # doctest: +SKIP
         True
     """
-    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+    if not glibc_malloc():
         return False
     try:
         libc = ctypes.CDLL("libc.so.6")
