@@ -70,8 +70,11 @@ NEEDS = {
 
 
 def join_world_of_one(device: str) -> None:
-    """This process as rank 0 of a one-member process group (NCCL on a GPU, else gloo)."""
+    """This process as rank 0 of a one-member process group, on the backend a train-worker
+    group uses (NCCL and gloo on a GPU, else gloo)."""
     import torch.distributed as dist
+
+    from trainer.strategies.worker_group import process_group_backend
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -81,7 +84,7 @@ def join_world_of_one(device: str) -> None:
     if device == "cpu":
         os.environ.setdefault("DS_ACCELERATOR", "cpu")
     dist.init_process_group(
-        "nccl" if device == "cuda" else "gloo",
+        process_group_backend(device),
         init_method=f"tcp://127.0.0.1:{port}",
         rank=0,
         world_size=1,

@@ -49,7 +49,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
         if not torch.cuda.is_available():
             reason = (
-                "needs a CUDA GPU (vLLM, SGLang) and torch sees none on this machine; "
+                "needs a CUDA GPU and torch sees none on this machine; "
                 "run `pytest -m gpu` where one exists"
             )
     if reason is not None:

@@ -20,6 +20,8 @@ from collections.abc import Iterator
 
 import torch
 
+from trainer.strategies.worker_group import process_group_backend
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -35,7 +37,8 @@ def megatron_world(
     backend: str | None = None,
     tensor_parallel: int = 1,
 ) -> Iterator[None]:
-    """torch.distributed (``backend``; by default NCCL where there is a GPU, else gloo) and
+    """torch.distributed (``backend``; by default a train-worker group's: NCCL and gloo where
+    there is a GPU, else gloo) and
     Megatron's parallel state with ``tensor_parallel`` and a pipeline parallel size of 1.
     torch.distributed is not started again if a world of that size exists."""
     import torch.distributed as dist
@@ -43,7 +46,7 @@ def megatron_world(
 
     started = not dist.is_initialized()
     if started:
-        backend = backend or ("nccl" if torch.cuda.is_available() else "gloo")
+        backend = backend or process_group_backend("cuda" if torch.cuda.is_available() else "cpu")
         port = port or free_port()
         dist.init_process_group(
             backend, init_method=f"tcp://127.0.0.1:{port}", world_size=world, rank=rank

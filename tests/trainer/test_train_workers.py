@@ -71,6 +71,16 @@ def _group(kind: str, pad_id: int, workers: int = 2, **extra) -> RayStrategy:
     return RayStrategy(spec, workers=workers, cpus=1)
 
 
+def _on_cpu(tensors):
+    """A copy of a dict of tensors, or of a ``TokenBatch``'s four lists, on the CPU."""
+    if isinstance(tensors, dict):
+        return {k: v.detach().cpu().clone() for k, v in tensors.items()}
+    return [
+        [t.cpu() if isinstance(t, torch.Tensor) else t for t in part]
+        for part in (tensors.token_ids, tensors.loss_mask, tensors.advantages, tensors.old_logprobs)
+    ]
+
+
 def _distance(a: dict, b: dict) -> float:
     return sum(float((a[k] - b[k]).pow(2).sum()) for k in a) ** 0.5
 
@@ -226,3 +236,42 @@ def test_a_worker_killed_during_a_step_ends_it_with_an_error_naming_it(ray_clust
     assert "train worker 1 (node " in str(outcome[0])
     assert f"pid {pid}) died during update" in str(outcome[0])
     assert group.group.actors == []  # the survivor is stopped too: it would wait forever
+
+
+GPU_KINDS = [
+    pytest.param("fsdp2", {}, id="fsdp2"),
+    pytest.param(
+        "megatron",
+        {},
+        id="megatron",
+        marks=pytest.mark.skipif(
+            __import__("importlib").util.find_spec("megatron") is None,
+            reason="megatron-core is not installed: pip install 'rollenv[megatron]'",
+        ),
+    ),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("strategy", "own"), GPU_KINDS)
+def test_a_gpu_worker_group_updates_as_one_process_does(ray_cluster, pad_id, strategy, own):
+    """The whole worker path on CUDA (NCCL process group, the workers agreeing on their
+    micro-batch count, gathered weights) against ``TorchStrategy`` on the same GPU."""
+    if not ray.cluster_resources().get("GPU"):
+        pytest.skip("the Ray cluster sees no GPU")
+    single = TorchStrategy(load_model("tiny-random", seed=0)[0].cuda(), **_options(pad_id))
+    batch = _batch(single, seed=0)
+    batch = TokenBatch(*_on_cpu(batch))
+    start = _on_cpu(single.inference_state_dict())
+    single.train_step(batch)
+    expected = _on_cpu(single.inference_state_dict())
+    spec = WorkerSpec(strategy, "tiny-random", 0, "cuda", {**_options(pad_id), **own})
+    group = RayStrategy(spec, workers=1, cpus=1, gpus=1)
+    try:
+        group.train_step(batch)
+        weights = _on_cpu(group.inference_state_dict())
+    finally:
+        group.close()
+    update = _distance(expected, start)
+    assert update > 0
+    assert _distance(weights, expected) < PARITY * update

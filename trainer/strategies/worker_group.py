@@ -36,6 +36,21 @@ class TrainWorkerError(RuntimeError):
     """A train worker died or failed; the message names it (rank, node, pid)."""
 
 
+def process_group_backend(device: str) -> str:
+    """The ``torch.distributed`` backend of a train-worker group on ``device``.
+
+    On CUDA, NCCL carries the tensors on the GPU and gloo the small ones a step keeps on the
+    CPU (the micro-batch count the workers agree on, object collectives): NCCL alone refuses
+    a CPU tensor ("No backend type associated with device type cpu"), which ended the first
+    update of ``--strategy fsdp2`` on a lent H100.
+
+    Example:
+        >>> process_group_backend("cuda"), process_group_backend("cpu")
+        ('cpu:gloo,cuda:nccl', 'gloo')
+    """
+    return "cpu:gloo,cuda:nccl" if device == "cuda" else "gloo"
+
+
 @dataclass(frozen=True)
 class WorkerSpec:
     """What every train worker builds: the policy and its sharded strategy.
@@ -91,7 +106,7 @@ class TrainWorker:
         if not cuda:
             os.environ.setdefault("DS_ACCELERATOR", "cpu")
         dist.init_process_group(
-            "nccl" if cuda else "gloo",
+            process_group_backend(spec.device),
             init_method=f"tcp://{address}:{port}",
             rank=rank,
             world_size=world,
