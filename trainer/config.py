@@ -207,6 +207,9 @@ class RolloutConfig(_Section):
     env_manager_resources: dict[str, float] = {}
     generator_replicas: int = Field(1, gt=0)
     generator_cpus: float = Field(1.0, ge=0.0)
+    # GPUs each generator replica reserves; above 0 it generates on CUDA (a fraction shares a
+    # GPU, e.g. 0.5 beside a train worker's train.worker_gpus=0.5 on a one-GPU machine)
+    generator_gpus: float = Field(0.0, ge=0.0)
     generator_threads: int | None = Field(None, gt=0)
     weight_bucket_mb: float = Field(64.0, gt=0.0)
     # ROLL's group semantics: group_size + redundancy episodes start, the first group_size kept

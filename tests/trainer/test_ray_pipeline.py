@@ -117,3 +117,27 @@ def test_env_manager_actors_hand_episodes_to_reward_workers(tmp_path, local_ray)
         assert pipeline.reward_pool.stats.requests_scored == len(answered)
     finally:
         pipeline.close()
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        (["rollout.generator_gpus=1"], "rollout.generator_replicas=1 × rollout.generator_gpus=1"),
+        (  # a sharded update: the train workers' GPUs are counted with the fleet's
+            ["rollout.generator_gpus=0.5", "train.strategy=fsdp2", "train.worker_gpus=1"],
+            "train.workers=1 × train.worker_gpus=1 and rollout.generator_replicas=1 × "
+            "rollout.generator_gpus=0.5 need 1.5 GPUs but the Ray cluster has 0",
+        ),
+    ],
+)
+def test_gpus_the_cluster_lacks_are_refused_before_any_actor_waits(
+    tmp_path, local_ray, extra, named
+):
+    config = load_config(None, [*BASE, f"train.output_dir={tmp_path}", *extra])
+    with pytest.raises(ConfigError) as error:
+        Pipeline(config, log=None)
+    assert named in str(error.value)
+    assert "the Ray cluster has 0" in str(error.value)
+    assert "rollout.generator_gpus=0.5 put a train worker and a generator on one" in str(
+        error.value
+    )

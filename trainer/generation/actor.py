@@ -22,6 +22,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -51,6 +52,8 @@ class GeneratorActor:
             told otherwise).
         weight_store: a :class:`~trainer.generation.fleet.WeightStore` actor: on start (a
             restart too) the actor loads the newest weights it holds.
+        device: ``"cpu"``, or ``"cuda"`` for an actor Ray gave a GPU (a clear error if torch
+            sees none there).
         **backend_kwargs: passed to the backend (``max_batch_size``, ``dtype``, ...).
     """
 
@@ -63,6 +66,7 @@ class GeneratorActor:
         batch_wait_s: float = 0.002,
         torch_threads: int | None = None,
         weight_store: Any = None,
+        device: str = "cpu",
         **backend_kwargs: Any,
     ) -> None:
         import torch
@@ -71,9 +75,19 @@ class GeneratorActor:
 
         if torch_threads is not None:
             torch.set_num_threads(torch_threads)
+        if device == "cuda" and not torch.cuda.is_available():
+            visible = os.environ.get("CUDA_VISIBLE_DEVICES", "unset")
+            raise RuntimeError(
+                "rollout.generator_gpus > 0, but torch in this generator actor sees no CUDA GPU "
+                f"(CUDA_VISIBLE_DEVICES={visible}, torch {torch.__version__}); install a CUDA "
+                "build of torch on the GPU nodes, or set rollout.generator_gpus=0"
+            )
 
         policy, self.tokenizer = load_model(model, seed=seed)
-        self.generator = make_generator(backend, policy, self.tokenizer, **backend_kwargs)
+        policy.to(device)
+        self.generator = make_generator(
+            backend, policy, self.tokenizer, device=torch.device(device), **backend_kwargs
+        )
         self.batch_wait_s = batch_wait_s
         self.version = 0
         self._seed = seed

@@ -82,6 +82,7 @@ class GeneratorFleet:
         replicas: generator actors to start.
         bucket_mb: size of the weight buckets :meth:`push_weights` sends.
         num_cpus: Ray CPUs each replica reserves.
+        num_gpus: Ray GPUs each replica reserves; above 0 the replicas generate on CUDA.
         actor_options: more Ray actor options for the replicas (resources, placement).
         **generator_options: passed to :class:`GeneratorActor` (``backend``, ``seed``,
             ``torch_threads``, ``max_batch_size``, ``dtype``...).
@@ -94,6 +95,7 @@ class GeneratorFleet:
         replicas: int = 1,
         bucket_mb: float = 64.0,
         num_cpus: float = 1.0,
+        num_gpus: float = 0.0,
         actor_options: dict[str, Any] | None = None,
         **generator_options: Any,
     ) -> None:
@@ -105,11 +107,12 @@ class GeneratorFleet:
             raise ValueError(f"bucket_mb must be positive, got {bucket_mb}")
         self.bucket_mb = bucket_mb
         self.store = ray.remote(num_cpus=0)(WeightStore).remote()
-        remote = ray.remote(num_cpus=num_cpus, max_restarts=-1, max_task_retries=-1)(
-            GeneratorActor
-        ).options(**(actor_options or {}))
+        remote = ray.remote(
+            num_cpus=num_cpus, num_gpus=num_gpus, max_restarts=-1, max_task_retries=-1
+        )(GeneratorActor).options(**(actor_options or {}))
+        device = "cuda" if num_gpus > 0 else "cpu"
         self.replicas = [
-            remote.remote(model, weight_store=self.store, **generator_options)
+            remote.remote(model, weight_store=self.store, device=device, **generator_options)
             for _ in range(replicas)
         ]
 

@@ -18,6 +18,7 @@ import warnings
 
 import torch
 
+from trainer.cluster_gpus import check_gpus, generator_gpus_needed
 from trainer.config import Config, ConfigError
 from trainer.extras import INSTALL_COMMANDS
 from trainer.strategies.host_memory import return_freed_tensors_to_os
@@ -147,11 +148,11 @@ def _check_cluster(config: Config, cuda: bool) -> None:
             "lower train.workers or train.worker_cpus (0.5 shares a core), or add nodes"
         )
     gpus = _worker_gpus(config, cuda)
-    if gpus and train.workers * gpus > total.get("GPU", 0):
-        raise ConfigError(
-            f"train.workers={train.workers} need {train.workers * gpus:g} GPUs but the Ray "
-            f"cluster has {total.get('GPU', 0):g}; lower train.workers or train.worker_gpus"
-        )
+    wanted = [f"train.workers={train.workers} × train.worker_gpus={gpus:g}"] if gpus else []
+    gpus_needed = train.workers * gpus
+    if config.rollout.mode == "ray":
+        gpus_needed += generator_gpus_needed(config.rollout, wanted)
+    check_gpus(gpus_needed, wanted, total.get("GPU", 0))
     for name, amount in train.worker_resources.items():
         if train.workers * amount > total.get(name, 0):
             raise ConfigError(

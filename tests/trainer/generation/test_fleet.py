@@ -37,7 +37,8 @@ def test_buckets_hold_every_weight_once_in_order_and_within_the_size(sizes, buck
 
 @pytest.fixture(scope="module")
 def ray_cluster():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    # one GPU declared even where there is none: Ray places by the resource it is told of
+    ray.init(num_cpus=2, num_gpus=1, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
 
@@ -98,4 +99,23 @@ def test_all_turns_of_an_episode_go_to_one_replica(ray_cluster):
     finally:
         for actor in actors:
             ray.kill(actor, no_restart=True)
+        fleet.shutdown()
+
+
+def test_a_replica_given_a_gpu_generates_on_it_or_says_why_it_cannot(ray_cluster):
+    fleet = GeneratorFleet("tiny-random", replicas=1, num_cpus=0, num_gpus=1)
+    try:
+        if torch.cuda.is_available():
+            outputs = ray.get(
+                [fleet.replicas[0].generate.remote(p, GREEDY) for p in PROMPTS], timeout=300
+            )
+            assert [len(out.token_ids) for out in outputs] == [8, 8]
+        else:  # placed on the declared GPU, where torch (a CPU build) sees none
+            with pytest.raises(ray.exceptions.RayActorError) as error:
+                ray.get(fleet.replicas[0].get_stats.remote(), timeout=300)
+            assert (
+                "rollout.generator_gpus > 0, but torch in this generator actor sees no CUDA GPU"
+                in str(error.value)
+            )
+    finally:
         fleet.shutdown()
