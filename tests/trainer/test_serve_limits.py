@@ -200,11 +200,22 @@ def test_ten_thousand_requests_at_once_each_get_an_answer_or_a_503(server):
     assert after[1]["choices"] == before[1]["choices"]
 
 
-def test_clients_that_disconnect_mid_generation_free_their_sequences(server):
+@pytest.fixture
+def long_context_server():
+    """A server whose requests can run for seconds: the tiny model's whole 2,048-token
+    context (504 tokens, ``server``'s longest, took 1 s, and a client that had to see its
+    request running before leaving could miss it)."""
+    started = Server("--max-model-len", "2048", "--max-num-seqs", "4")
+    yield started
+    started.stop()
+
+
+def test_clients_that_disconnect_mid_generation_free_their_sequences(long_context_server):
+    server = long_context_server
     aborted_before = _metrics(server.port).get(
         'rollenv:request_success_total{finished_reason="abort"}', 0.0
     )
-    long = {"model": MODEL, "prompt": "Push", "max_tokens": CONTEXT - 8, "stop_token_ids": []}
+    long = {"model": MODEL, "prompt": "Push", "max_tokens": 2040, "stop_token_ids": []}
 
     async def leave(stream: bool) -> None:
         reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
