@@ -74,7 +74,7 @@ def join_world_of_one(device: str) -> None:
     group uses (NCCL and gloo on a GPU, else gloo)."""
     import torch.distributed as dist
 
-    from trainer.strategies.worker_group import process_group_backend
+    from trainer.strategies.sharded import process_group_backend
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 
 import torch
 
-from trainer.strategies.worker_group import process_group_backend
+from trainer.strategies.sharded import process_group_backend
 
 
 def free_port() -> int:

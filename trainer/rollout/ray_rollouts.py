@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from trainer.cluster_gpus import check_gpus, generator_gpus_needed
+from trainer.cluster_gpus import check_gpus, generator_demand
 from trainer.config import Config
 from trainer.generation.base import SamplingParams
 from trainer.generation.fleet import GeneratorFleet
@@ -68,10 +68,7 @@ class RayRollouts:
         self._started_ray = not ray.is_initialized()
         if self._started_ray:
             ray.init(address=settings.ray_address, include_dashboard=False, log_to_driver=False)
-        wanted: list[str] = []
-        check_gpus(
-            generator_gpus_needed(settings, wanted), wanted, ray.cluster_resources().get("GPU", 0)
-        )
+        check_gpus([generator_demand(settings)], ray.cluster_resources().get("GPU", 0))
         generation = config.generation
         options: dict[str, Any] = {
             "max_batch_size": generation.max_batch_size,

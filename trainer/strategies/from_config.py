@@ -18,7 +18,7 @@ import warnings
 
 import torch
 
-from trainer.cluster_gpus import check_gpus, generator_gpus_needed
+from trainer.cluster_gpus import check_gpus, generator_demand
 from trainer.config import Config, ConfigError
 from trainer.extras import INSTALL_COMMANDS
 from trainer.strategies.host_memory import return_freed_tensors_to_os
@@ -148,11 +148,12 @@ def _check_cluster(config: Config, cuda: bool) -> None:
             "lower train.workers or train.worker_cpus (0.5 shares a core), or add nodes"
         )
     gpus = _worker_gpus(config, cuda)
-    wanted = [f"train.workers={train.workers} × train.worker_gpus={gpus:g}"] if gpus else []
-    gpus_needed = train.workers * gpus
+    demands = [
+        (f"train.workers={train.workers} × train.worker_gpus={gpus:g}", train.workers * gpus)
+    ]
     if config.rollout.mode == "ray":
-        gpus_needed += generator_gpus_needed(config.rollout, wanted)
-    check_gpus(gpus_needed, wanted, total.get("GPU", 0))
+        demands.append(generator_demand(config.rollout))
+    check_gpus(demands, total.get("GPU", 0))
     for name, amount in train.worker_resources.items():
         if train.workers * amount > total.get(name, 0):
             raise ConfigError(

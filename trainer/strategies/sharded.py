@@ -31,6 +31,21 @@ def _decoder_layers(model: nn.Module) -> list[nn.Module]:
     return list(base.get_decoder().layers)
 
 
+def process_group_backend(device: str) -> str:
+    """The ``torch.distributed`` backend of a train-worker group on ``device``.
+
+    On CUDA, NCCL carries the tensors on the GPU and gloo the small ones a step keeps on the
+    CPU (the micro-batch count the workers agree on, object collectives): NCCL alone refuses
+    a CPU tensor ("No backend type associated with device type cpu"), which ended the first
+    update of ``--strategy fsdp2`` on a lent H100.
+
+    Example:
+        >>> process_group_backend("cuda"), process_group_backend("cpu")
+        ('cpu:gloo,cuda:nccl', 'gloo')
+    """
+    return "cpu:gloo,cuda:nccl" if device == "cuda" else "gloo"
+
+
 class _ShardedStrategy(TorchStrategy):
     collective = True
 

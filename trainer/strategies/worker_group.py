@@ -25,7 +25,7 @@ import ray
 import torch
 
 from trainer.strategies.megatron_strategy import MegatronStrategy
-from trainer.strategies.sharded import DeepSpeedStrategy, FSDP2Strategy
+from trainer.strategies.sharded import DeepSpeedStrategy, FSDP2Strategy, process_group_backend
 
 #: Minutes a collective may wait for a worker before failing (a lost worker otherwise
 #: blocks the others forever).
@@ -34,21 +34,6 @@ COLLECTIVE_TIMEOUT_MINUTES = 10
 
 class TrainWorkerError(RuntimeError):
     """A train worker died or failed; the message names it (rank, node, pid)."""
-
-
-def process_group_backend(device: str) -> str:
-    """The ``torch.distributed`` backend of a train-worker group on ``device``.
-
-    On CUDA, NCCL carries the tensors on the GPU and gloo the small ones a step keeps on the
-    CPU (the micro-batch count the workers agree on, object collectives): NCCL alone refuses
-    a CPU tensor ("No backend type associated with device type cpu"), which ended the first
-    update of ``--strategy fsdp2`` on a lent H100.
-
-    Example:
-        >>> process_group_backend("cuda"), process_group_backend("cpu")
-        ('cpu:gloo,cuda:nccl', 'gloo')
-    """
-    return "cpu:gloo,cuda:nccl" if device == "cuda" else "gloo"
 
 
 @dataclass(frozen=True)
