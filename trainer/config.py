@@ -173,7 +173,9 @@ class AlgorithmConfig(_Section):
 
 
 class GenerationConfig(_Section):
-    backend: Literal["continuous", "hf"] = "continuous"
+    # "vllm" / "sglang": those engines in this process, on a CUDA GPU (rollout.mode=local),
+    # built from the policy and sent its weights after every update
+    backend: Literal["continuous", "hf", "vllm", "sglang"] = "continuous"
     max_batch_size: int = Field(64, gt=0)
     # "bfloat16": the continuous engine's weights in bfloat16 (faster decoding on CPUs with
     # AMX / AVX512-BF16); its log-probs are no longer the float32 trainer's
@@ -181,11 +183,27 @@ class GenerationConfig(_Section):
     # the continuous engine's decode matmuls on MKL-packed float32 weights: faster, one more
     # copy of the weights per row bucket in use (8, 32, ... up to max_batch_size)
     packed_weights: bool = True
+    # vllm / sglang: the share of the GPU's memory the engine takes (the trainer shares the GPU)
+    gpu_memory_utilization: float = Field(0.3, gt=0.0, le=1.0)
+    # vllm: free the engine's GPU memory (weights to host, key/value cache dropped) after each
+    # rollout, while the trainer updates on the same GPU (ROLL's colocation)
+    offload: bool = False
+    # vllm / sglang: more arguments for the engine's constructor, e.g. {enforce_eager: true}
+    engine_args: dict[str, Any] = {}
 
     def engine_options(self) -> dict[str, object]:
         """Keyword arguments for the backend beyond ``max_batch_size`` (the non-defaults)."""
         options: dict[str, object] = {}
-        if self.dtype != "float32":
+        if self.backend in ("vllm", "sglang"):
+            # the GPU engines' default is their own ("auto": the checkpoint's dtype); ours is
+            # the trainer's float32, whose log-probs are the trainer's
+            options["dtype"] = self.dtype
+            share = "gpu_memory_utilization" if self.backend == "vllm" else "mem_fraction_static"
+            options[share] = self.gpu_memory_utilization
+            if self.offload:
+                options["offload"] = True
+            options.update(self.engine_args)
+        elif self.dtype != "float32":
             options["dtype"] = self.dtype
         if self.backend == "continuous" and not self.packed_weights:
             options["packed_weights"] = False
@@ -327,9 +345,27 @@ class Config(_Section):
             raise ValueError(
                 "algorithm.name=ppo trains a critic over whole episodes: set env.context=full"
             )
+        gpu_engine = self.generation.backend in ("vllm", "sglang")
+        if gpu_engine and self.rollout.mode != "local":
+            raise ValueError(
+                f"generation.backend={self.generation.backend} runs in the trainer's process: "
+                "set rollout.mode=local (the Ray generator fleet runs continuous or hf)"
+            )
+        if self.generation.engine_args and not gpu_engine:
+            raise ValueError(
+                "generation.engine_args are passed to a vllm or sglang engine: set "
+                "generation.backend=vllm or sglang, or remove them"
+            )
+        if self.generation.offload and self.generation.backend != "vllm":
+            raise ValueError(
+                "generation.offload puts vLLM to sleep between rollouts: it needs "
+                "generation.backend=vllm"
+            )
         if self.generation.dtype == "bfloat16":
-            if self.generation.backend != "continuous":
-                raise ValueError("generation.dtype=bfloat16 needs generation.backend=continuous")
+            if self.generation.backend == "hf":
+                raise ValueError(
+                    "generation.dtype=bfloat16 needs generation.backend=continuous, vllm or sglang"
+                )
             if self.algorithm.old_logprobs == "generator":
                 raise ValueError(
                     "generation.dtype=bfloat16 samples from a rounded copy of the policy: set "

@@ -38,7 +38,11 @@ from trainer.batch import TokenBatch
 from trainer.checkpoint import checkpoint_step, latest_checkpoint, save_checkpoint
 from trainer.config import Config
 from trainer.credit import assign_credit, samples_of
-from trainer.generation.from_config import generator_for, sampling_params
+from trainer.generation.from_config import (
+    check_generation_backend,
+    generator_for,
+    sampling_params,
+)
 from trainer.metrics import MetricsLogger
 from trainer.models import load_model, load_tokenizer
 from trainer.rollout.env_manager import EnvManager
@@ -188,9 +192,10 @@ class Pipeline:
         self._started_ray = False
         if config.rewards.pool:  # before any model loads: a wrong env or judge fails at once
             self.reward_pool = self._start_reward_pool()
+        device = resolve_device(config.train.device)
+        check_generation_backend(config, device)  # before the warm start's minutes of SFT
         model_name = self._warm_started_model(resume) if config.sft.before_rl else config.model.name
         self._log(f"Loading model {model_name}...")
-        device = resolve_device(config.train.device)
         distributed = config.train.strategy != "torch"  # the train workers load their own
         local = config.rollout.mode == "local"  # the generator in this process needs one
         policy = None
@@ -348,6 +353,8 @@ class Pipeline:
                 trajectories, generated, sampling_metrics = self._resample_uniform_groups(
                     step, trajectories
                 )
+            if config.generation.offload:  # the GPU to the update; the weight sync wakes it
+                self.generator.offload()
         timings["time/rollout"] = time.perf_counter() - clock
         # an episode the reward workers could not score has no return to learn from
         unscored = [t for t in trajectories if t.unscored is not None]

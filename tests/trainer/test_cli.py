@@ -189,6 +189,24 @@ def test_train_without_torch_names_the_install_command(
     assert "pip install torch==2.13.0 && pip install 'rollenv[train]'" in capsys.readouterr().err
 
 
+def test_a_gpu_engine_on_the_cpu_is_refused_in_one_line_before_any_model_loads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("torch")
+    args = ["train", "--env", "frozenlake", "--model", "tiny-random", "--steps", "1"]
+    args += ["--output", str(tmp_path / "run"), "--set", "train.device=cpu"]
+
+    assert main([*args, "--set", "generation.backend=vllm"]) == 2
+
+    out, err = capsys.readouterr()
+    assert [line for line in err.splitlines() if line.strip()] == [
+        "roll-agent: error: generation.backend=vllm generates on a CUDA GPU, and this run's "
+        "device is cpu: set train.device=cuda on a GPU machine, or use "
+        "generation.backend=continuous"
+    ]
+    assert "Loading model" not in out + err
+
+
 def test_envs_does_not_import_torch_or_ray() -> None:
     code = (
         "import sys; from trainer.cli import main; main(['envs']); "

@@ -112,6 +112,51 @@ def test_generation_engine_options_carry_the_non_defaults():
     assert bf16.engine_options() == {"dtype": "bfloat16"}
 
 
+def test_gpu_engines_get_the_trainers_dtype_their_memory_share_and_their_own_arguments():
+    vllm = load_config(
+        "sokoban",
+        [
+            "generation.backend=vllm",
+            "generation.offload=true",
+            "generation.gpu_memory_utilization=0.25",
+            "generation.engine_args={enforce_eager: true, max_model_len: 4096}",
+        ],
+    ).generation
+    assert vllm.engine_options() == {
+        "dtype": "float32",
+        "gpu_memory_utilization": 0.25,
+        "offload": True,
+        "enforce_eager": True,
+        "max_model_len": 4096,
+    }
+    sglang = load_config("sokoban", ["generation.backend=sglang"]).generation
+    assert sglang.engine_options() == {"dtype": "float32", "mem_fraction_static": 0.3}
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (
+            ["generation.backend=vllm", "rollout.mode=ray"],
+            "generation.backend=vllm runs in the trainer's process: set rollout.mode=local",
+        ),
+        (["generation.offload=true"], "generation.offload puts vLLM to sleep"),
+        (["generation.backend=sglang", "generation.offload=true"], "needs generation.backend=vllm"),
+        (["generation.engine_args={enforce_eager: true}"], "generation.engine_args are passed"),
+        (
+            ["generation.backend=hf", "generation.dtype=bfloat16"],
+            "generation.dtype=bfloat16 needs generation.backend=continuous, vllm or sglang",
+        ),
+        (["generation.gpu_memory_utilization=1.5"], "generation.gpu_memory_utilization"),
+    ],
+)
+def test_gpu_engine_settings_that_cannot_work_are_refused(overrides, message):
+    with pytest.raises(ConfigError) as excinfo:
+        load_config("sokoban", overrides)
+    assert message in str(excinfo.value)
+    assert "\n" not in str(excinfo.value)
+
+
 def test_algo_flag_keeps_the_presets_context_except_for_ppo(tmp_path):
     from trainer.cli import build_parser
     from trainer.launch import config_from_args

@@ -20,7 +20,29 @@ from trainer.config import Config, ConfigError
 from trainer.generation import SamplingParams, make_generator
 from trainer.generation.base import Generator
 
-__all__ = ["action_token_ids", "generator_for", "sampling_params"]
+__all__ = ["action_token_ids", "check_generation_backend", "generator_for", "sampling_params"]
+
+GPU_ENGINES = ("vllm", "sglang")
+
+
+def check_generation_backend(config: Config, device: torch.device) -> None:
+    """Refuses, before any model loads, a GPU engine this run cannot start.
+
+    Raises:
+        ConfigError: ``generation.backend`` is vllm or sglang and ``device`` is not a GPU.
+        MissingExtraError: that engine is not installed (the message names the install).
+    """
+    from trainer.extras import require_extra
+    from trainer.generation.engine_folder import require_cuda_device
+
+    backend = config.generation.backend
+    if backend not in GPU_ENGINES:
+        return
+    try:
+        require_cuda_device(device, backend)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    require_extra(backend, backend)
 
 
 def generator_for(config: Config, model: Any, tokenizer: Any, device: torch.device) -> Generator:

@@ -19,10 +19,12 @@ Example:
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from trainer.generation.base import GenerationOutput, SamplingParams
+from trainer.generation.engine_folder import engine_model_folder, require_cuda_device
 
 __all__ = ["SGLangGenerator"]
 
@@ -31,10 +33,13 @@ class SGLangGenerator:
     """Generates with ``sglang.Engine`` on this machine's GPU.
 
     Args:
-        model: a model folder (or hub id) SGLang can load.
+        model: a model folder (or hub id) SGLang can load, or a Hugging Face model object
+            (written, with ``tokenizer``, to a temporary folder).
         tokenizer: its tokenizer (gives the default stop token).
         dtype: SGLang's ``dtype`` (``"auto"``, ``"bfloat16"``, ``"float32"``...).
         mem_fraction_static: the share of GPU memory SGLang may take.
+        device: where the caller runs the policy; any but a CUDA device is refused.
+        max_batch_size: the most requests running together (``max_running_requests``).
         **engine_kwargs: more ``sglang.Engine`` arguments.
     """
 
@@ -45,15 +50,21 @@ class SGLangGenerator:
         *,
         dtype: str = "auto",
         mem_fraction_static: float = 0.5,
+        device: Any = None,
+        max_batch_size: int | None = None,
         **engine_kwargs: Any,
     ) -> None:
         from trainer.extras import require_extra
 
+        require_cuda_device(device, "sglang")
         sglang = require_extra("sglang", "sglang")
         self.tokenizer = tokenizer
         self.default_stop_token_ids = (tokenizer.eos_token_id,)
+        model, self._folder = engine_model_folder(model, tokenizer)
+        if max_batch_size is not None:
+            engine_kwargs.setdefault("max_running_requests", max_batch_size)
         self.engine = sglang.Engine(
-            model_path=str(model),
+            model_path=model,
             dtype=dtype,
             mem_fraction_static=mem_fraction_static,
             skip_tokenizer_init=True,
@@ -100,3 +111,12 @@ class SGLangGenerator:
             named_tensors=[(name, tensor.detach()) for name, tensor in state_dict.items()]
         )
         self.engine.flush_cache()
+
+    def close(self) -> None:
+        """Removes the temporary model folder, if this generator wrote one."""
+        if getattr(self, "_folder", None) is not None:  # None also when __init__ failed early
+            shutil.rmtree(self._folder, ignore_errors=True)
+            self._folder = None
+
+    def __del__(self) -> None:
+        self.close()

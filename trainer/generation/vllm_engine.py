@@ -6,9 +6,16 @@ temperature), the quantity :mod:`trainer.generation.base` defines, which equals 
 top-p keep every token (the training presets' setting).
 
 Weights: the engine is built from a model folder (a run's checkpoint ``model`` folder, or any
-Hugging Face folder). :meth:`VLLMGenerator.update_weights` hands the trainer's tensors to every
+Hugging Face folder), or from the trainer's policy itself, which is written to a temporary
+folder for vLLM to load (``generation.backend=vllm`` in a config does that).
+:meth:`VLLMGenerator.update_weights` hands the trainer's tensors to every
 vLLM worker through :class:`WeightLoader`, a worker extension whose method calls the model's own
 ``load_weights``, then empties the prefix cache (its keys and values belong to the old weights).
+
+Colocated with the trainer on one GPU (ROLL's colocation), ``offload=True`` lets the pipeline
+call :meth:`VLLMGenerator.offload` after each rollout: vLLM's sleep mode (level 1) moves the
+weights to host memory and frees the key/value cache while the trainer updates; the next
+``update_weights`` or ``generate`` wakes it.
 
 Only tested where a GPU exists (``pytest -m gpu``): vLLM pins its own torch and CUDA wheels and
 does not install on the CPU machines this project is built on.
@@ -20,10 +27,12 @@ Example:
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from trainer.generation.base import GenerationOutput, SamplingParams
+from trainer.generation.engine_folder import engine_model_folder, require_cuda_device
 
 __all__ = ["VLLMGenerator", "WeightLoader"]
 
@@ -42,43 +51,87 @@ class VLLMGenerator:
     """Generates with ``vllm.LLM`` on this machine's GPU.
 
     Args:
-        model: a model folder (or hub id) vLLM can load.
+        model: a model folder (or hub id) vLLM can load, or a Hugging Face model object
+            (``save_pretrained`` writes it, with ``tokenizer``, to a temporary folder that lives
+            as long as this generator).
         tokenizer: its tokenizer (gives the default stop token).
         dtype: vLLM's ``dtype`` (``"auto"``, ``"bfloat16"``, ``"float32"``...).
         gpu_memory_utilization: the share of GPU memory vLLM may take (leave room for the
             trainer when both share a GPU).
+        offload: start vLLM in sleep mode, so that :meth:`offload` can free its GPU memory.
+        device: where the caller runs the policy; vLLM needs a CUDA device, and any other is
+            refused with a clear error.
+        max_batch_size: the most sequences decoded together (vLLM's ``max_num_seqs``).
         **engine_kwargs: more ``vllm.LLM`` arguments (``max_model_len``,
-            ``tensor_parallel_size``...).
+            ``tensor_parallel_size``, ``enforce_eager``...).
+
+    Raises:
+        MissingExtraError: vLLM is not installed (the message names the ``pip install``).
+        ValueError: ``device`` is not a CUDA device.
     """
 
     def __init__(
         self,
-        model: str,
+        model: Any,
         tokenizer: Any,
         *,
         dtype: str = "auto",
         gpu_memory_utilization: float = 0.5,
+        offload: bool = False,
+        device: Any = None,
+        max_batch_size: int | None = None,
         **engine_kwargs: Any,
     ) -> None:
         from trainer.extras import require_extra
 
+        require_cuda_device(device, "vllm")
         vllm = require_extra("vllm", "vllm")
         self.tokenizer = tokenizer
         self.default_stop_token_ids = (tokenizer.eos_token_id,)
+        model, self._folder = engine_model_folder(model, tokenizer)
+        if max_batch_size is not None:
+            engine_kwargs.setdefault("max_num_seqs", max_batch_size)
+        self.sleeping = False
         self.llm = vllm.LLM(
-            model=str(model),
+            model=model,
             dtype=dtype,
             gpu_memory_utilization=gpu_memory_utilization,
             skip_tokenizer_init=True,
             logprobs_mode="processed_logprobs",
             worker_extension_cls=f"{__name__}.WeightLoader",
+            enable_sleep_mode=offload,
             **engine_kwargs,
         )
+        self.can_offload = offload
+
+    def offload(self) -> None:
+        """Frees this engine's GPU memory until its next call (sleep level 1: weights to host
+        memory, key/value cache dropped). Needs ``offload=True`` at construction."""
+        if not self.can_offload:
+            raise RuntimeError("this VLLMGenerator was built without offload=True")
+        if not self.sleeping:
+            self.llm.sleep(level=1)
+            self.sleeping = True
+
+    def _awake(self) -> None:
+        if self.sleeping:
+            self.llm.wake_up()
+            self.sleeping = False
+
+    def close(self) -> None:
+        """Removes the temporary model folder, if this generator wrote one."""
+        if getattr(self, "_folder", None) is not None:  # None also when __init__ failed early
+            shutil.rmtree(self._folder, ignore_errors=True)
+            self._folder = None
+
+    def __del__(self) -> None:
+        self.close()
 
     def generate(
         self, prompts: Sequence[Sequence[int]], params: SamplingParams
     ) -> list[GenerationOutput]:
         """One reply per prompt, in the order of ``prompts`` (vLLM batches them itself)."""
+        self._awake()
         from vllm import SamplingParams as VLLMSamplingParams
         from vllm.inputs import TokensPrompt
 
@@ -114,6 +167,8 @@ class VLLMGenerator:
         vLLM's ``load_weights`` takes any subset of the weights, so a bucket (``strict=False``)
         loads as it is.
         """
-        weights = [(name, tensor.detach()) for name, tensor in state_dict.items()]
+        self._awake()
+        # host tensors: vLLM's engine core runs in its own process and serialises CPU tensors
+        weights = [(name, tensor.detach().cpu()) for name, tensor in state_dict.items()]
         self.llm.collective_rpc("rollenv_load_weights", args=(weights,))
         self.llm.reset_prefix_cache()
