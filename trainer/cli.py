@@ -373,7 +373,7 @@ def _run_with_config(args: argparse.Namespace, function: str) -> int:
     from trainer import launch
     from trainer.config import ConfigError
     from trainer.models import ModelLoadError
-    from trainer.strategies.worker_group import TrainWorkerError as TrainWorkerFailure
+    from trainer.strategies.train_worker_error import TrainWorkerError as TrainWorkerFailure
 
     try:
         return getattr(launch, function)(args)

@@ -26,14 +26,11 @@ import torch
 
 from trainer.strategies.megatron_strategy import MegatronStrategy
 from trainer.strategies.sharded import DeepSpeedStrategy, FSDP2Strategy, process_group_backend
+from trainer.strategies.train_worker_error import TrainWorkerError
 
 #: Minutes a collective may wait for a worker before failing (a lost worker otherwise
 #: blocks the others forever).
 COLLECTIVE_TIMEOUT_MINUTES = 10
-
-
-class TrainWorkerError(RuntimeError):
-    """A train worker died or failed; the message names it (rank, node, pid)."""
 
 
 @dataclass(frozen=True)
