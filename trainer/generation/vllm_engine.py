@@ -27,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -91,6 +92,18 @@ class VLLMGenerator:
         model, self._folder = engine_model_folder(model, tokenizer)
         if max_batch_size is not None:
             engine_kwargs.setdefault("max_num_seqs", max_batch_size)
+        # The engine core runs in this process, so the weight sync hands tensors to the model
+        # itself: across vLLM's process boundary its msgpack decoder returns a tensor argument
+        # of collective_rpc as a (dtype, shape, buffer index) list, not a tensor (seen on a
+        # lent H200 with vLLM 0.26, where update_weights failed).
+        if os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0") != "0":
+            raise ValueError(
+                "VLLMGenerator loads the trainer's weights into vLLM's model in this process: "
+                "unset VLLM_ENABLE_V1_MULTIPROCESSING or set it to 0"
+            )
+        # workers of tensor_parallel_size > 1: the trainer has touched CUDA in this process,
+        # and a forked process cannot use it
+        os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "spawn")
         self.sleeping = False
         self.llm = vllm.LLM(
             model=model,
@@ -168,7 +181,6 @@ class VLLMGenerator:
         loads as it is.
         """
         self._awake()
-        # host tensors: vLLM's engine core runs in its own process and serialises CPU tensors
-        weights = [(name, tensor.detach().cpu()) for name, tensor in state_dict.items()]
+        weights = [(name, tensor.detach()) for name, tensor in state_dict.items()]
         self.llm.collective_rpc("rollenv_load_weights", args=(weights,))
         self.llm.reset_prefix_cache()
