@@ -8,44 +8,67 @@ machine within a call's 64 MiB (docs/lent_gpu_vllm.md); never for a real install
     python docs/lent_gpu/blank_fatbin.py LIB.so          # print (kind, sm) -> MiB
     python docs/lent_gpu/blank_fatbin.py LIB.so 90       # keep sm_90 machine code only
 """
-import collections, struct, subprocess, sys
 
-def section(path):
-    out = subprocess.run(["readelf", "-S", "-W", path], capture_output=True, text=True).stdout
-    for line in out.splitlines():
+from __future__ import annotations
+
+import collections
+import struct
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+FATBIN_MAGIC = 0xBA55ED50
+ELF_ENTRY = 2  # an entry's kind: 1 is PTX, 2 is machine code
+
+
+def fatbin_section(path: Path) -> tuple[int, int] | None:
+    """(file offset, size) of the ``.nv_fatbin`` section, from ``readelf``."""
+    listing = subprocess.run(
+        ["readelf", "-S", "-W", str(path)], capture_output=True, text=True, check=True
+    ).stdout
+    for line in listing.splitlines():
         if ".nv_fatbin" in line:
-            f = line.split("]")[1].split()
-            return int(f[3], 16), int(f[4], 16)
+            fields = line.split("]")[1].split()
+            return int(fields[3], 16), int(fields[4], 16)
     return None
 
-def walk(data, off, size):
-    p, end = off, off + size
-    while p < end - 16:
-        magic, _ver, hsz, fsz = struct.unpack_from("<IHHQ", data, p)
-        if magic != 0xBA55ED50:
-            p += 8
+
+def entries(data: bytes, offset: int, size: int) -> Iterator[tuple[int, int, int, int, int]]:
+    """(start, kind, header size, payload size, sm) of every entry of every fatbin there."""
+    position, end = offset, offset + size
+    while position < end - 16:
+        magic, _version, header, length = struct.unpack_from("<IHHQ", data, position)
+        if magic != FATBIN_MAGIC:  # fatbins are 8-byte aligned
+            position += 8
             continue
-        q, stop = p + hsz, p + hsz + fsz
-        while q < stop:
-            kind, _v, ehsz, psz = struct.unpack_from("<HHIQ", data, q)
-            arch = struct.unpack_from("<I", data, q + 28)[0]
-            yield q, kind, ehsz, psz, arch
-            q += ehsz + psz
-        p = stop
+        entry, stop = position + header, position + header + length
+        while entry < stop:
+            kind, _flags, entry_header, payload = struct.unpack_from("<HHIQ", data, entry)
+            sm = struct.unpack_from("<I", data, entry + 28)[0]
+            yield entry, kind, entry_header, payload, sm
+            entry += entry_header + payload
+        position = stop
 
-def main():
-    path, keep = sys.argv[1], {int(a) for a in sys.argv[2].split(",")} if len(sys.argv) > 2 else None
-    data = bytearray(open(path, "rb").read())
-    sec = section(path)
-    if sec is None:
-        print(path, "no fatbin"); return
-    sizes = collections.Counter()
-    for q, kind, ehsz, psz, arch in walk(data, *sec):
-        sizes[("ptx" if kind == 1 else "elf", arch)] += psz
-        if keep is not None and kind == 2 and arch not in keep:
-            data[q + ehsz:q + ehsz + psz] = bytes(psz)
-    print(path, sorted((k, round(v / 2**20, 1)) for k, v in sizes.items()))
+
+def main(argv: list[str]) -> int:
+    path = Path(argv[0])
+    keep = {int(sm) for sm in argv[1].split(",")} if len(argv) > 1 else None
+    data = bytearray(path.read_bytes())
+    section = fatbin_section(path)
+    if section is None:
+        print(path, "has no fatbin")
+        return 0
+    sizes: collections.Counter = collections.Counter()
+    for start, kind, header, payload, sm in entries(data, *section):
+        sizes[("ptx" if kind != ELF_ENTRY else "elf", sm)] += payload
+        if keep is not None and kind == ELF_ENTRY and sm not in keep:
+            data[start + header : start + header + payload] = bytes(payload)
+    print(path, sorted((key, round(value / 2**20, 1)) for key, value in sizes.items()))
     if keep is not None:
-        open(path, "wb").write(data)
+        path.write_bytes(data)
+    return 0
 
-main()
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
