@@ -173,8 +173,9 @@ class AlgorithmConfig(_Section):
 
 
 class GenerationConfig(_Section):
-    # "vllm" / "sglang": those engines in this process, on a CUDA GPU (rollout.mode=local),
-    # built from the policy and sent its weights after every update
+    # "vllm" / "sglang": those engines on a CUDA GPU, built from the policy and sent its
+    # weights after every update: in the trainer's process, sharing its GPU (rollout.mode=local),
+    # or in each generator actor, on GPUs of their own (rollout.mode=ray, generator_gpus > 0)
     backend: Literal["continuous", "hf", "vllm", "sglang"] = "continuous"
     max_batch_size: int = Field(64, gt=0)
     # "bfloat16": the continuous engine's weights in bfloat16 (faster decoding on CPUs with
@@ -346,10 +347,11 @@ class Config(_Section):
                 "algorithm.name=ppo trains a critic over whole episodes: set env.context=full"
             )
         gpu_engine = self.generation.backend in ("vllm", "sglang")
-        if gpu_engine and self.rollout.mode != "local":
+        if gpu_engine and self.rollout.mode == "ray" and self.rollout.generator_gpus <= 0:
             raise ValueError(
-                f"generation.backend={self.generation.backend} runs in the trainer's process: "
-                "set rollout.mode=local (the Ray generator fleet runs continuous or hf)"
+                f"generation.backend={self.generation.backend} with rollout.mode=ray runs in the "
+                "generator actors, on GPUs of their own: set rollout.generator_gpus (1 for a "
+                "whole GPU each)"
             )
         if self.generation.engine_args and not gpu_engine:
             raise ValueError(
@@ -360,6 +362,11 @@ class Config(_Section):
             raise ValueError(
                 "generation.offload puts vLLM to sleep between rollouts: it needs "
                 "generation.backend=vllm"
+            )
+        if self.generation.offload and self.rollout.mode != "local":
+            raise ValueError(
+                "generation.offload frees the GPU that vLLM shares with the trainer: it needs "
+                "rollout.mode=local (on Ray, the generators have GPUs of their own)"
             )
         if self.generation.dtype == "bfloat16":
             if self.generation.backend == "hf":

@@ -131,6 +131,9 @@ def test_gpu_engines_get_the_trainers_dtype_their_memory_share_and_their_own_arg
     }
     sglang = load_config("sokoban", ["generation.backend=sglang"]).generation
     assert sglang.engine_options() == {"dtype": "float32", "mem_fraction_static": 0.3}
+    # on Ray, each generator actor runs the engine on a GPU of its own
+    on_ray = ["generation.backend=vllm", "rollout.mode=ray", "rollout.generator_gpus=1"]
+    assert load_config("sokoban", on_ray).rollout.generator_gpus == 1
 
 
 @pytest.mark.parametrize(
@@ -138,7 +141,17 @@ def test_gpu_engines_get_the_trainers_dtype_their_memory_share_and_their_own_arg
     [
         (
             ["generation.backend=vllm", "rollout.mode=ray"],
-            "generation.backend=vllm runs in the trainer's process: set rollout.mode=local",
+            "generation.backend=vllm with rollout.mode=ray runs in the generator actors, on GPUs "
+            "of their own: set rollout.generator_gpus",
+        ),
+        (
+            [
+                "generation.backend=vllm",
+                "generation.offload=true",
+                "rollout.mode=ray",
+                "rollout.generator_gpus=1",
+            ],
+            "generation.offload frees the GPU that vLLM shares with the trainer",
         ),
         (["generation.offload=true"], "generation.offload puts vLLM to sleep"),
         (["generation.backend=sglang", "generation.offload=true"], "needs generation.backend=vllm"),

@@ -26,7 +26,8 @@ GPU_ENGINES = ("vllm", "sglang")
 
 
 def check_generation_backend(config: Config, device: torch.device) -> None:
-    """Refuses, before any model loads, a GPU engine this run cannot start.
+    """Refuses, before any model loads, a GPU engine this process cannot start
+    (``rollout.mode=local``: the engine shares the trainer's device).
 
     Raises:
         ConfigError: ``generation.backend`` is vllm or sglang and ``device`` is not a GPU.
@@ -36,8 +37,8 @@ def check_generation_backend(config: Config, device: torch.device) -> None:
     from trainer.generation.engine_folder import require_cuda_device
 
     backend = config.generation.backend
-    if backend not in GPU_ENGINES:
-        return
+    if backend not in GPU_ENGINES or config.rollout.mode != "local":
+        return  # on Ray, the generator actors run it on GPUs the cluster must have
     try:
         require_cuda_device(device, backend)
     except ValueError as error:
