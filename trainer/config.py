@@ -168,6 +168,10 @@ class AlgorithmConfig(_Section):
     # saves one forward pass over every sequence per step; "recompute" runs that pass. PPO
     # always runs it: the same pass gives the critic's values.
     old_logprobs: Literal["recompute", "generator"] = "recompute"
+    # with env.constrain_to_actions: score each reply under the softmax over the action words'
+    # tokens, the distribution it was sampled from, instead of the whole vocabulary (an update
+    # then only moves probability among the words)
+    score_actions_only: bool = False
     ppo_epochs: int = Field(1, gt=0)
     minibatches: int = Field(1, gt=0)
 
@@ -352,6 +356,16 @@ class Config(_Section):
                 f"generation.backend={self.generation.backend} with rollout.mode=ray runs in the "
                 "generator actors, on GPUs of their own: set rollout.generator_gpus (1 for a "
                 "whole GPU each)"
+            )
+        if self.algorithm.score_actions_only and not self.env.constrain_to_actions:
+            raise ValueError(
+                "algorithm.score_actions_only scores replies among the action words that "
+                "constrained decoding samples: set env.constrain_to_actions=true"
+            )
+        if self.algorithm.score_actions_only and self.algorithm.old_logprobs == "generator":
+            raise ValueError(
+                "algorithm.score_actions_only scores among the action words, and the generator "
+                "reports log-probs over the whole vocabulary: set algorithm.old_logprobs=recompute"
             )
         if self.generation.engine_args and not gpu_engine:
             raise ValueError(

@@ -208,12 +208,18 @@ class Pipeline:
         generator_model = None
         if local:
             generator_model = policy if distributed else copy.deepcopy(policy)
+        self.sampling = sampling_params(config, self.tokenizer)
         self.strategy = build_strategy(
-            config, policy, self.tokenizer.pad_token_id, model_name=model_name
+            config,
+            policy,
+            self.tokenizer.pad_token_id,
+            model_name=model_name,
+            vocabulary=(
+                self.sampling.allowed_token_ids if config.algorithm.score_actions_only else None
+            ),
         )
         if config.optim.moments_from is not None:
             self.strategy.load_optimizer_moments(Path(config.optim.moments_from))
-        self.sampling = sampling_params(config, self.tokenizer)
         self.eval_sampling = replace(self.sampling, temperature=0.0)  # greedy
         self.rollouts: RayRollouts | None = None
         if config.rollout.mode == "ray":

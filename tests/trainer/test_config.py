@@ -161,6 +161,15 @@ def test_gpu_engines_get_the_trainers_dtype_their_memory_share_and_their_own_arg
             "generation.dtype=bfloat16 needs generation.backend=continuous, vllm or sglang",
         ),
         (["generation.gpu_memory_utilization=1.5"], "generation.gpu_memory_utilization"),
+        (["algorithm.score_actions_only=true"], "set env.constrain_to_actions=true"),
+        (
+            [
+                "algorithm.score_actions_only=true",
+                "env.constrain_to_actions=true",
+                "algorithm.old_logprobs=generator",
+            ],
+            "set algorithm.old_logprobs=recompute",
+        ),
     ],
 )
 def test_gpu_engine_settings_that_cannot_work_are_refused(overrides, message):

@@ -217,6 +217,18 @@ def test_moments_of_other_parameters_are_refused_by_name(tmp_path):
         _pipeline(tmp_path / "none", f"optim.moments_from={tmp_path / 'missing'}")
 
 
+def test_replies_can_be_scored_among_the_action_words_they_were_drawn_from(tmp_path):
+    words = ["env.constrain_to_actions=true", "sampling.max_new_tokens=1"]
+    pipeline = _pipeline(tmp_path, *words, "algorithm.score_actions_only=true")
+    allowed = pipeline.sampling.allowed_token_ids
+    assert allowed is not None and pipeline.strategy.loss.vocabulary == tuple(allowed)
+    metrics = pipeline.train_step()
+    # the entropy of a distribution over the action words' tokens, not the whole vocabulary
+    assert 0.0 < metrics["policy/entropy"] <= math.log(len(allowed)) + 1e-6
+    whole = _pipeline(tmp_path / "whole", *words).train_step()
+    assert whole["policy/entropy"] > math.log(len(allowed))
+
+
 def test_the_generators_logprobs_can_stand_in_for_the_recomputed_ones(tmp_path):
     # the first (only) update is on-policy: the ratio to the generator's log-probs is 1
     pipeline = _pipeline(tmp_path, "algorithm.old_logprobs=generator", "env.group_size=8")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib.util
 import warnings
+from dataclasses import replace
 
 import torch
 
@@ -188,11 +189,15 @@ def build_strategy(
     *,
     lr: float | None = None,
     model_name: str | None = None,
+    vocabulary: tuple[int, ...] | None = None,
 ):
     """The strategy a config describes: a :class:`TorchStrategy` around ``model``, or a
     :class:`~trainer.strategies.ray_strategy.RayStrategy` whose workers load ``model_name``
-    (default ``model.name``) themselves."""
+    (default ``model.name``) themselves. ``vocabulary``: the token ids replies are scored
+    among (``LossSettings.vocabulary``)."""
     options = {"pad_id": pad_id, **strategy_options(config, lr=lr)}
+    if vocabulary is not None:
+        options["loss"] = replace(options["loss"], vocabulary=tuple(vocabulary))
     train = config.train
     if train.strategy == "torch":
         check_strategy(config)

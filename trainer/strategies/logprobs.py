@@ -12,6 +12,7 @@ sequence's results are the same as unpadded.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 
@@ -166,6 +167,7 @@ def score_tokens(
     with_entropy: bool = False,
     entropy_grad: bool = True,
     packed_lengths: list[int] | None = None,
+    vocabulary: Sequence[int] | None = None,
 ) -> TokenScores:
     """Log-probs of the selected tokens under ``softmax(logits / temperature)``.
 
@@ -179,6 +181,10 @@ def score_tokens(
     ``packed_lengths``: ``input_ids`` is one row of sequences of these lengths, concatenated
     (``attention_mask`` is ``None``; see ``trainer.strategies.packing``). The first token of
     each sequence is never selected (nothing in its own sequence predicts it).
+
+    ``vocabulary``: the only token ids the sampler could draw (constrained decoding); the
+    softmax, and the entropy, are then over those logits alone, the distribution each token
+    was drawn from. A selected token outside it is an error.
     """
     scorer, selected = _scorer_of(model)
     device = selected.device
@@ -197,8 +203,16 @@ def score_tokens(
     logits = logits.float()
     if temperature != 1.0:
         logits = logits / temperature
-    log_z = torch.logsumexp(logits, dim=-1)
     targets = input_ids[rows, cols + 1]
+    if vocabulary is not None:
+        allowed = torch.as_tensor(list(vocabulary), device=device)
+        logits = logits[:, allowed]
+        index_of = torch.full((int(allowed.max()) + 2,), -1, dtype=torch.long, device=device)
+        index_of[allowed] = torch.arange(len(allowed), device=device)
+        targets = index_of[targets.clamp(max=len(index_of) - 1)]
+        if bool((targets < 0).any()):
+            raise ValueError("a scored token is not in the vocabulary it was sampled from")
+    log_z = torch.logsumexp(logits, dim=-1)
     picked = logits.gather(-1, targets[:, None]).squeeze(-1) - log_z
     positions = (rows, cols + 1)
     logprobs = torch.zeros(input_ids.shape, device=device).index_put(positions, picked)
@@ -245,11 +259,13 @@ def sequence_logprobs(
     value_head: nn.Module | None = None,
     packing: bool = True,
     min_micro_batches: int = 0,
+    vocabulary: Sequence[int] | None = None,
 ) -> tuple[list[torch.Tensor], list[torch.Tensor] | None]:
     """Log-probs of the masked tokens of every sequence (and values, with a value head).
 
     ``packing``: pack each micro-batch into one row where the model supports it
     (:func:`~trainer.strategies.packing.supports_packing`); the results are the same.
+    ``vocabulary``: see :func:`score_tokens`.
     ``min_micro_batches``: run at least this many forward passes, the extra ones on a
     two-token filler whose results are dropped (sharded workers must each run as many
     forwards as the others: every forward gathers weights from all of them).
@@ -270,7 +286,13 @@ def sequence_logprobs(
                 value_head(scores.hidden.float())
         for group in groups:
             layout = Layout.of([sequences[i] for i in group], pad_id, packed=packed)
-            scores = score_layout(model, layout, [masks[i] for i in group], temperature=temperature)
+            scores = score_layout(
+                model,
+                layout,
+                [masks[i] for i in group],
+                temperature=temperature,
+                vocabulary=vocabulary,
+            )
             group_logprobs = layout.rows(scores.logprobs)
             group_values = None
             if value_head is not None:

@@ -40,6 +40,9 @@ class LossSettings:
     value_coef: float = 0.5
     value_clip: float | None = 0.2
     temperature: float = 1.0
+    # the token ids constrained decoding samples among (algorithm.score_actions_only): replies
+    # are scored under the softmax over these alone; None: over the whole vocabulary
+    vocabulary: tuple[int, ...] | None = None
 
 
 class TorchStrategy:
@@ -152,6 +155,7 @@ class TorchStrategy:
             pad_id=self.pad_id,
             token_budget=self.micro_batch_tokens,
             temperature=self.loss.temperature,
+            vocabulary=self.loss.vocabulary,
             value_head=self.value_head if with_values else None,
             packing=self.packing,
             min_micro_batches=micro_batches_at_least,
@@ -178,6 +182,7 @@ class TorchStrategy:
             pad_id=self.pad_id,
             token_budget=self.micro_batch_tokens,
             temperature=self.loss.temperature,
+            vocabulary=self.loss.vocabulary,
             packing=self.packing,
         )[0]
 
@@ -272,6 +277,7 @@ class TorchStrategy:
             layout,
             part.loss_mask,
             temperature=settings.temperature,
+            vocabulary=settings.vocabulary,
             with_entropy=True,
             entropy_grad=bool(settings.entropy_coef),
         )

@@ -591,3 +591,51 @@ def test_a_preallocated_cache_never_grows(tiny):
     assert tuple(keys.shape[:1]) == (4,) and keys.shape[2] == 128
     fast.generate(PROMPTS * 2, SamplingParams(max_new_tokens=20, temperature=0.0))
     assert fast.cache.keys[0].data_ptr() == keys.data_ptr()  # the same tensor: no growth
+
+
+def test_constrained_replies_can_be_scored_under_the_distribution_they_were_drawn_from(tiny):
+    # constrained decoding draws among the action words' tokens. The generator reports each
+    # token's log-prob under the whole vocabulary; scored with the words as the vocabulary
+    # (algorithm.score_actions_only), the log-probs of the words at a turn sum to 1 instead
+    model, tokenizer = tiny
+    from trainer.generation.from_config import action_token_ids
+
+    allowed = action_token_ids(tokenizer, ("Up", "Down", "Left", "Right"))
+    _, fast = _pair(model, tokenizer)
+    params = SamplingParams(max_new_tokens=1, temperature=1.0, seed=0, allowed_token_ids=allowed)
+    manager = EnvManager("Sokoban-v0", tokenizer, fast, group_size=2, max_turns=2, sampling=params)
+    sample = manager.rollout([11])[0].samples[0]
+    mask = torch.tensor(sample.loss_mask, dtype=torch.float32)
+    turns = torch.nonzero(mask).squeeze(1).tolist()
+    assert turns and all(sample.token_ids[i] in allowed for i in turns)
+
+    def scored(vocabulary, word=None, at=None):
+        """Log-probs at the turns, with ``word`` put at turn position ``at`` (causal: the
+        distribution there depends on the tokens before it only)."""
+        ids = list(sample.token_ids)
+        if word is not None:
+            ids[at] = word
+        logprobs, _ = sequence_logprobs(
+            model, [ids], [mask], pad_id=tokenizer.pad_token_id, token_budget=4096,
+            vocabulary=vocabulary,
+        )  # fmt: skip
+        return logprobs[0][turns]
+
+    whole = scored(None)
+    torch.testing.assert_close(torch.tensor(sample.logprobs)[turns], whole, atol=1e-4, rtol=0)
+    for k, at in enumerate(turns):
+        each_word = torch.stack([scored(None, word, at)[k] for word in allowed])
+        expected = whole[k] - torch.logsumexp(each_word, dim=0)
+        torch.testing.assert_close(scored(allowed)[k], expected, atol=1e-5, rtol=0)
+        among_words = torch.stack([scored(allowed, word, at)[k] for word in allowed])
+        torch.testing.assert_close(among_words.exp().sum(), torch.tensor(1.0))
+
+
+def test_a_token_outside_the_scoring_vocabulary_is_refused(tiny):
+    model, tokenizer = tiny
+    sequence = [1, 2, 3, 4]
+    with pytest.raises(ValueError, match="not in the vocabulary it was sampled from"):
+        sequence_logprobs(
+            model, [sequence], [torch.tensor([0.0, 0.0, 1.0, 1.0])],
+            pad_id=tokenizer.pad_token_id, token_budget=64, vocabulary=(3, 7),
+        )  # fmt: skip
