@@ -134,6 +134,15 @@ def test_gpu_engines_get_the_trainers_dtype_their_memory_share_and_their_own_arg
     # on Ray, each generator actor runs the engine on a GPU of its own
     on_ray = ["generation.backend=vllm", "rollout.mode=ray", "rollout.generator_gpus=1"]
     assert load_config("sokoban", on_ray).rollout.generator_gpus == 1
+    # vLLM's log-probs of constrained replies are those of the words' distribution: the
+    # trainer may reuse them when it scores among the words too
+    among_words = [
+        "generation.backend=vllm",
+        "env.constrain_to_actions=true",
+        "algorithm.old_logprobs=generator",
+        "algorithm.score_actions_only=true",
+    ]
+    assert load_config("sokoban", among_words).algorithm.score_actions_only
 
 
 @pytest.mark.parametrize(
@@ -168,7 +177,20 @@ def test_gpu_engines_get_the_trainers_dtype_their_memory_share_and_their_own_arg
                 "env.constrain_to_actions=true",
                 "algorithm.old_logprobs=generator",
             ],
-            "set algorithm.old_logprobs=recompute",
+            "the continuous generator reports log-probs over the whole vocabulary: set "
+            "algorithm.old_logprobs=recompute",
+        ),
+        (
+            [
+                "generation.backend=vllm",
+                "env.constrain_to_actions=true",
+                "algorithm.old_logprobs=generator",
+            ],
+            "with algorithm.old_logprobs=generator set algorithm.score_actions_only=true",
+        ),
+        (
+            ["generation.backend=sglang", "env.constrain_to_actions=true"],
+            "generation.backend=sglang cannot restrict sampling to the action words",
         ),
     ],
 )
