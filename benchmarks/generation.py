@@ -214,11 +214,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         quick="tiny-random model, 1 repeat (about a minute)",
     )
     args = parse_arguments(parser, argv, {"model": "tiny-random", "repeats": 1})
-    args.dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()]
-    unknown = sorted(set(args.dtypes) - {"float32", "bfloat16"})
-    if unknown or not args.dtypes:
-        parser.error(f"--dtypes: {unknown or 'none given'}; allowed: float32, bfloat16")
+    args.dtypes = parse_dtypes(parser, args.dtypes)
     return args
+
+
+def parse_dtypes(parser: argparse.ArgumentParser, text: str) -> list[str]:
+    """``--dtypes``' comma-separated list; anything but float32 and bfloat16 is a usage error."""
+    dtypes = [d.strip() for d in text.split(",") if d.strip()]
+    unknown = sorted(set(dtypes) - {"float32", "bfloat16"})
+    if unknown or not dtypes:
+        parser.error(f"--dtypes: {unknown or 'none given'}; allowed: float32, bfloat16")
+    return dtypes
 
 
 def main(argv: Sequence[str] | None = None) -> int:

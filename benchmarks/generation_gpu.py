@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from generation import oracle_prompts, run_workload
+from generation import oracle_prompts, parse_dtypes, run_workload
 from report import RESULTS_DIR, add_common_arguments, parse_arguments, write_report
 from table import print_table
 from train_scale_gpu import random_weights_folder
@@ -199,10 +199,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     quick = {"model": "tiny-random", "dtypes": "float32", "episodes": 8, "repeats": 1}
     args = parse_arguments(parser, argv, quick)
-    args.dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()]
-    unknown = sorted(set(args.dtypes) - {"float32", "bfloat16"})
-    if unknown or not args.dtypes:
-        parser.error(f"--dtypes: {unknown or 'none given'}; allowed: float32, bfloat16")
+    args.dtypes = parse_dtypes(parser, args.dtypes)
     return args
 
 

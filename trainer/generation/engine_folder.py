@@ -14,10 +14,11 @@ Example:
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from typing import Any
 
-__all__ = ["engine_model_folder", "require_cuda_device"]
+__all__ = ["OwnsModelFolder", "engine_model_folder", "require_cuda_device"]
 
 
 def require_cuda_device(device: Any, backend: str) -> None:
@@ -47,3 +48,19 @@ def engine_model_folder(model: Any, tokenizer: Any) -> tuple[str, str | None]:
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder, folder
+
+
+class OwnsModelFolder:
+    """Mixin of an engine that may have written its model to ``self._folder`` (a temporary
+    folder from :func:`engine_model_folder`, or ``None``): removed on :meth:`close`."""
+
+    _folder: str | None = None  # also when __init__ failed before setting it
+
+    def close(self) -> None:
+        """Removes the temporary model folder, if this generator wrote one."""
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
+            self._folder = None
+
+    def __del__(self) -> None:
+        self.close()

@@ -19,17 +19,20 @@ Example:
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from trainer.generation.base import GenerationOutput, SamplingParams
-from trainer.generation.engine_folder import engine_model_folder, require_cuda_device
+from trainer.generation.engine_folder import (
+    OwnsModelFolder,
+    engine_model_folder,
+    require_cuda_device,
+)
 
 __all__ = ["SGLangGenerator"]
 
 
-class SGLangGenerator:
+class SGLangGenerator(OwnsModelFolder):
     """Generates with ``sglang.Engine`` on this machine's GPU.
 
     Args:
@@ -111,12 +114,3 @@ class SGLangGenerator:
             named_tensors=[(name, tensor.detach()) for name, tensor in state_dict.items()]
         )
         self.engine.flush_cache()
-
-    def close(self) -> None:
-        """Removes the temporary model folder, if this generator wrote one."""
-        if getattr(self, "_folder", None) is not None:  # None also when __init__ failed early
-            shutil.rmtree(self._folder, ignore_errors=True)
-            self._folder = None
-
-    def __del__(self) -> None:
-        self.close()

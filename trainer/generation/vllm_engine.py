@@ -28,12 +28,15 @@ Example:
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from trainer.generation.base import GenerationOutput, SamplingParams
-from trainer.generation.engine_folder import engine_model_folder, require_cuda_device
+from trainer.generation.engine_folder import (
+    OwnsModelFolder,
+    engine_model_folder,
+    require_cuda_device,
+)
 
 __all__ = ["VLLMGenerator", "WeightLoader"]
 
@@ -48,7 +51,7 @@ class WeightLoader:
         )
 
 
-class VLLMGenerator:
+class VLLMGenerator(OwnsModelFolder):
     """Generates with ``vllm.LLM`` on this machine's GPU.
 
     Args:
@@ -130,15 +133,6 @@ class VLLMGenerator:
         if self.sleeping:
             self.llm.wake_up()
             self.sleeping = False
-
-    def close(self) -> None:
-        """Removes the temporary model folder, if this generator wrote one."""
-        if getattr(self, "_folder", None) is not None:  # None also when __init__ failed early
-            shutil.rmtree(self._folder, ignore_errors=True)
-            self._folder = None
-
-    def __del__(self) -> None:
-        self.close()
 
     def generate(
         self, prompts: Sequence[Sequence[int]], params: SamplingParams
