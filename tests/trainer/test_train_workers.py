@@ -86,11 +86,15 @@ def _distance(a: dict, b: dict) -> float:
 
 
 @pytest.mark.parametrize("kind", PARAMS)
-def test_one_update_on_two_workers_gives_the_weights_of_one_process(ray_cluster, pad_id, kind):
+def test_updates_on_two_workers_give_the_weights_of_one_process(ray_cluster, pad_id, kind):
+    # two updates: the second one steps AdamW's state too, and the parameters the first
+    # one left (on DeepSpeed, through the master partition it shares with them)
     single = _torch_strategy(pad_id)
     batch = _batch(single, seed=0)
     start = {k: v.clone() for k, v in single.inference_state_dict().items()}
     expected_metrics = single.train_step(batch)
+    second = _batch(single, seed=1)
+    single.train_step(second)
     expected = single.inference_state_dict()
     group = _group(kind, pad_id)
     try:
@@ -98,6 +102,7 @@ def test_one_update_on_two_workers_gives_the_weights_of_one_process(ray_cluster,
         for ours, theirs in zip(logprobs, batch.old_logprobs, strict=True):
             torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=0)
         metrics = group.train_step(batch)
+        group.train_step(second)
         weights = group.inference_state_dict()
         sizes = group.local_bytes()
     finally:
@@ -121,6 +126,8 @@ def test_one_update_on_two_workers_gives_the_weights_of_one_process(ray_cluster,
             assert worker["parameters"] <= 0.6 * parameters
         else:  # ZeRO-1/2 keep every parameter on every worker
             assert worker["parameters"] >= parameters
+        # float32 training: DeepSpeed's master partition is the parameters' own, not a copy
+        assert worker["master_copy"] == 0
 
 
 @pytest.mark.parametrize("kind", [PARAMS[0], PARAMS[3]])

@@ -373,8 +373,9 @@ class TorchStrategy:
         return tensor
 
     def local_bytes(self) -> dict[str, int]:
-        """Bytes this process holds of parameters and of AdamW's state (a sharded worker
-        holds about 1/world of one process's)."""
+        """Bytes this process holds of parameters, of AdamW's state (a sharded worker holds
+        about 1/world of one process's) and of a master copy of the weights kept apart from
+        the parameters (none here: AdamW steps the parameters themselves)."""
         tensors = list(self.model.parameters())
         if self.value_head is not None:
             tensors += list(self.value_head.parameters())
@@ -384,6 +385,7 @@ class TorchStrategy:
             "optimizer": sum(
                 self._held(v).numel() * v.element_size() for v in states if v.dim() > 0
             ),
+            "master_copy": 0,
         }
 
     def _writes_files(self) -> bool:
