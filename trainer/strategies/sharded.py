@@ -268,9 +268,10 @@ class DeepSpeedStrategy(_ShardedStrategy):
 
         # DeepSpeed's defaults (buckets of 500M values, up to 1G parameters gathered and kept
         # for reuse) hold a small model's gradients twice over and, at ZeRO-3, its whole weights
-        # through the forward pass: 5M-value buckets (20 MB in float32) and at most 20M values
-        # gathered, released after use, cut a SmolLM2-135M worker's peak by 580 MB at --workers
-        # 2, at no measured cost in speed (benchmarks/train_scale.py)
+        # through the forward pass. 5M-value buckets (20 MB in float32) and at most 20M values
+        # gathered, released after use, took about 500 MB off a SmolLM2-135M ZeRO-3 worker's
+        # peak at --workers 2; its speed against torch x1 stayed within the runs' spread
+        # (README, "At scale")
         bucket = int(5e6)
         zero: dict = {
             "stage": self.zero_stage,
