@@ -434,9 +434,7 @@ def _share_master_partitions(optimizer, zero_stage: int) -> None:
     ``--workers 2``). Shared, the step's copy back is a copy onto itself.
     """
     pairs = _master_and_own_partitions(optimizer, zero_stage)
-    if any((m.dtype, m.shape, m.device) != (o.dtype, o.shape, o.device) for m, o in pairs) or all(
-        m.data_ptr() == o.data_ptr() for m, o in pairs
-    ):
+    if any((m.dtype, m.shape, m.device) != (o.dtype, o.shape, o.device) for m, o in pairs):
         return
     for master, own in pairs:
         master.data = own.data  # the same tensor object: AdamW's param groups and state keep it
