@@ -11,6 +11,8 @@ import ast
 import functools
 import json
 
+from rollenv import thread_safe_ast
+
 RESULT_PREFIX = "@@test-result-"
 
 # Runs inside the sandbox. It imports only ``json`` and ``sys`` (``traceback`` when the candidate
@@ -68,7 +70,7 @@ def check_statements(test: str) -> tuple[str, tuple[tuple[str, str | None], ...]
         >>> check_statements("def check(f):\\n    x = 1\\n    assert f(x) == 2")
         ('f', (('x = 1', None), ('assert f(x) == 2', 'assert f(x) == 2')))
     """
-    tree = ast.parse(test)
+    tree = thread_safe_ast.parse(test)
     check = next(
         (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check"), None
     )

@@ -19,6 +19,8 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
+from rollenv import thread_safe_ast
+
 #: longer answers are not expressions over a handful of numbers; the cap also keeps the
 #: parser's and the evaluator's recursion shallow
 MAX_EXPRESSION_CHARS = 300
@@ -48,7 +50,7 @@ def parse_expression(text: str) -> Expression | None:
     if not text or len(text) > MAX_EXPRESSION_CHARS or not _CHARACTERS.fullmatch(text):
         return None
     try:
-        tree = ast.parse(text, mode="eval")
+        tree = thread_safe_ast.parse(text, mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     numbers: list[int] = []

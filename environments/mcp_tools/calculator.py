@@ -20,6 +20,8 @@ import ast
 import operator
 from collections.abc import Callable
 
+from rollenv import thread_safe_ast
+
 MAX_EXPRESSION_CHARS = 500
 MAX_EXPONENT = 100
 MAX_MAGNITUDE = 1e100
@@ -49,7 +51,7 @@ def calculate(expression: str) -> str:
     if len(expression) > MAX_EXPRESSION_CHARS:
         raise ValueError(f"the expression is longer than {MAX_EXPRESSION_CHARS} characters")
     try:
-        tree = ast.parse(expression.strip(), mode="eval")
+        tree = thread_safe_ast.parse(expression.strip(), mode="eval")
     except SyntaxError:
         raise ValueError(f"not an expression: {expression!r}") from None
     value = _evaluate(tree.body)
