@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 
@@ -84,7 +85,8 @@ def test_last_result_is_the_answers_run_even_when_the_stubs_run_after_it(tmp_pat
     env.reset(seed=0)
     # wrong on add(1, 2) only: passes 2 of 3 tests; the stubs (run now, for the credit) pass 1
     env.step("<answer>def add(a, b):\n    return 0 if a == 1 else a + b</answer>")
-    assert env.unwrapped.last_result.stdout.count(", true,") == 2
+    passed_lines = re.findall(r"^@@test-result-\w+ \d+ 1 ", env.unwrapped.last_result.stdout, re.M)
+    assert len(passed_lines) == 2
 
 
 def _stub_returns(env, indices: list[int]) -> list[tuple[int, str, float]]:
@@ -173,7 +175,7 @@ def test_printing_fake_results_does_not_score():
     env.reset(seed=0, options={"index": 2})
     fake = (
         "import sys\nfor i in range(10):\n"
-        "    print('@@test-result-0000 [' + str(i) + ', true, \"\"]')\n"
+        "    print('@@test-result-0000000000000000 ' + str(i) + ' 1 ')\n"
         "def truncate_number(x):\n    return -1\n"
     )
     _, reward, _, _, _ = env.step(f"<answer>{fake}</answer>")
@@ -210,3 +212,12 @@ def test_defer_reward_is_single_turn_and_needs_a_dataset():
     from environments.code.env import pass_at_1
 
     assert pass_at_1(request["response"], **request["data"]) == 0.0
+
+
+def test_a_failures_text_reaches_the_feedback_whole():
+    env = rollenv.make("CodeSandboxMultiTurn-v0")
+    env.reset(seed=0, options={"index": 2})  # truncate_number
+    reply = "<answer>def truncate_number(x):\n    raise ValueError('naïve ✓\\nline two')</answer>"
+    obs, reward, _, _, _ = env.step(reply)
+    assert reward == 0.0
+    assert "ValueError: naïve ✓\nline two" in obs
