@@ -8,6 +8,7 @@ import secrets
 import signal
 import socket
 import subprocess
+import threading
 import time
 
 import pytest
@@ -331,3 +332,49 @@ def test_runs_of_two_processes_do_not_kill_each_other(bwrap):
     # one process's runs were killed by the other's cleanups (exit -9 within 50 ms)
     children = [subprocess.Popen([os.sys.executable, "-c", _RUNS]) for _ in range(2)]
     assert [child.wait(timeout=300) for child in children] == [0, 0]
+
+
+def _credentials(pid: int) -> dict[str, list[str]]:
+    with open(f"/proc/{pid}/status") as handle:
+        fields = dict(line.split(":", 1) for line in handle.read().splitlines())
+    return {name: fields[name].split() for name in ("Uid", "Gid", "Groups", "CapPrm", "CapEff")}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="uids are leased only when running as root")
+def test_bubblewrap_itself_runs_as_the_leased_uid_without_groups_or_capabilities(bwrap):
+    # read from the host while the run is alive: bwrap's own process, our child, after its exec
+    # (before it, the process that drops to the uid still has root's)
+    marker = f"credentials-{secrets.token_hex(6)}"
+    seen: list[dict[str, list[str]]] = []
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set() and not seen:
+            for pid in _processes_matching(marker):
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                        program = handle.read().split(b"\0", 1)[0].decode()
+                    with open(f"/proc/{pid}/stat") as handle:
+                        parent = int(handle.read().rsplit(")", 1)[1].split()[1])
+                    if parent == os.getpid() and program == bwrap.bwrap:
+                        seen.append(_credentials(pid))
+                except (OSError, ValueError):
+                    continue
+            time.sleep(0.005)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        result = bwrap.run("import time; time.sleep(1)", files={f"{marker}.txt": "x"})
+    finally:
+        done.set()
+        watcher.join()
+    assert result.exit_code == 0, result
+    assert seen, "never saw the run's bwrap process"
+    credentials = seen[0]
+    uid = int(credentials["Uid"][0])
+    assert uid in UID_RANGE
+    # real, effective, saved and filesystem ids: no way back to root
+    assert credentials["Uid"] == [str(uid)] * 4 and credentials["Gid"] == [str(uid)] * 4
+    assert credentials["Groups"] == []
+    assert int(credentials["CapPrm"][0], 16) == 0 and int(credentials["CapEff"][0], 16) == 0
