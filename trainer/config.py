@@ -367,22 +367,19 @@ class Config(_Section):
                 "generation.backend=sglang cannot restrict sampling to the action words: set "
                 "env.constrain_to_actions=false, or use the continuous or vllm backend"
             )
-        if self.env.constrain_to_actions and self.algorithm.old_logprobs == "generator":
-            # vLLM reports log-probs after masking to the allowed tokens; ours over the whole
-            # vocabulary. The trainer must score the replies the same way to reuse them.
-            among_words = self.generation.backend == "vllm"
-            if among_words and not self.algorithm.score_actions_only:
-                raise ValueError(
-                    "vLLM reports the log-probs of the action words' distribution it samples "
-                    "from: with algorithm.old_logprobs=generator set "
-                    "algorithm.score_actions_only=true, or old_logprobs=recompute"
-                )
-            if self.algorithm.score_actions_only and not among_words:
-                raise ValueError(
-                    "algorithm.score_actions_only scores among the action words, and the "
-                    f"{self.generation.backend} generator reports log-probs over the whole "
-                    "vocabulary: set algorithm.old_logprobs=recompute"
-                )
+        if (
+            self.env.constrain_to_actions
+            and self.algorithm.old_logprobs == "generator"
+            and self.generation.backend == "vllm"
+            and not self.algorithm.score_actions_only
+        ):
+            # vLLM reports log-probs after masking to the allowed tokens; our backends report
+            # whichever the trainer scores (SamplingParams.logprobs_among_allowed)
+            raise ValueError(
+                "vLLM reports the log-probs of the action words' distribution it samples "
+                "from: with algorithm.old_logprobs=generator set "
+                "algorithm.score_actions_only=true, or old_logprobs=recompute"
+            )
         if self.generation.engine_args and not gpu_engine:
             raise ValueError(
                 "generation.engine_args are passed to a vllm or sglang engine: set "

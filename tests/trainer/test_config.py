@@ -143,6 +143,8 @@ def test_gpu_engines_get_the_trainers_dtype_their_memory_share_and_their_own_arg
         "algorithm.score_actions_only=true",
     ]
     assert load_config("sokoban", among_words).algorithm.score_actions_only
+    # so do ours, asked to (SamplingParams.logprobs_among_allowed)
+    assert load_config("sokoban", among_words[1:]).generation.backend == "continuous"
 
 
 @pytest.mark.parametrize(
@@ -171,15 +173,6 @@ def test_gpu_engines_get_the_trainers_dtype_their_memory_share_and_their_own_arg
         ),
         (["generation.gpu_memory_utilization=1.5"], "generation.gpu_memory_utilization"),
         (["algorithm.score_actions_only=true"], "set env.constrain_to_actions=true"),
-        (
-            [
-                "algorithm.score_actions_only=true",
-                "env.constrain_to_actions=true",
-                "algorithm.old_logprobs=generator",
-            ],
-            "the continuous generator reports log-probs over the whole vocabulary: set "
-            "algorithm.old_logprobs=recompute",
-        ),
         (
             [
                 "generation.backend=vllm",

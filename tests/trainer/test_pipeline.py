@@ -229,6 +229,24 @@ def test_replies_can_be_scored_among_the_action_words_they_were_drawn_from(tmp_p
     assert whole["policy/entropy"] > math.log(len(allowed))
 
 
+def test_logprobs_among_the_action_words_can_come_from_the_generator(tmp_path):
+    # the generator reports each word's log-prob among the words, as the trainer scores it:
+    # the first update is on-policy (ratio 1); whole-vocabulary log-probs would put every
+    # ratio far from 1 (each word's share among the words is far above its share of all)
+    pipeline = _pipeline(
+        tmp_path,
+        "env.constrain_to_actions=true",
+        "sampling.max_new_tokens=1",
+        "algorithm.score_actions_only=true",
+        "algorithm.old_logprobs=generator",
+        "env.group_size=8",
+    )
+    assert pipeline.sampling.logprobs_among_allowed
+    metrics = pipeline.train_step()
+    assert metrics["policy/approx_kl"] == pytest.approx(0.0, abs=1e-6)
+    assert metrics["policy/clip_fraction"] == 0.0
+
+
 def test_the_generators_logprobs_can_stand_in_for_the_recomputed_ones(tmp_path):
     # the first (only) update is on-policy: the ratio to the generator's log-probs is 1
     pipeline = _pipeline(tmp_path, "algorithm.old_logprobs=generator", "env.group_size=8")

@@ -4,6 +4,9 @@ Token in, token out: a trajectory keeps exactly the ids a generator sampled, and
 output is never re-tokenised. ``logprobs[i]`` is the log-probability of ``token_ids[i]`` under
 the policy's sampling distribution, ``log_softmax(logits / temperature)``, before any top-k,
 top-p or allowed-token truncation: the same quantity the trainer recomputes for PPO ratios.
+With ``logprobs_among_allowed`` it is taken under the softmax over the allowed tokens alone
+(what vLLM reports), the quantity a trainer that scores replies among the action words
+(``algorithm.score_actions_only``) recomputes.
 """
 
 from __future__ import annotations
@@ -31,6 +34,9 @@ class SamplingParams:
         seed: seeds the sampling of this call.
         ignore_eos: stop only at ``stop_token_ids``, never at the backend's default stop
             token (its eos) when they are empty (vLLM's parameter of that name).
+        logprobs_among_allowed: with ``allowed_token_ids``, report each token's
+            log-probability under the softmax over the allowed tokens alone, as vLLM does,
+            instead of over the whole vocabulary (the ``continuous`` and ``hf`` backends).
     """
 
     max_new_tokens: int = 64
@@ -41,6 +47,7 @@ class SamplingParams:
     allowed_token_ids: tuple[int, ...] | None = None
     seed: int | None = None
     ignore_eos: bool = False
+    logprobs_among_allowed: bool = False
 
     def stops(self, default: tuple[int, ...]) -> tuple[int, ...]:
         """The tokens that end a reply: ``stop_token_ids``, else the backend's ``default``

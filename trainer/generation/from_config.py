@@ -100,4 +100,6 @@ def sampling_params(config: Config, tokenizer: Any) -> SamplingParams:
         top_k=sampling.top_k,
         stop_token_ids=(tokenizer.eos_token_id,),
         allowed_token_ids=allowed,
+        # the log-probs the trainer scores too: among the action words, or the whole vocabulary
+        logprobs_among_allowed=allowed is not None and config.algorithm.score_actions_only,
     )

@@ -47,9 +47,10 @@ def sample_next_tokens(
     The log-probability is taken under ``log_softmax(logits / temperature)`` over the whole
     vocabulary (``log_softmax(logits)`` when greedy), before any truncation: a trainer that
     recomputes the policy's log-probabilities over the full vocabulary gets the same number, so
-    importance ratios stay consistent. The token is drawn from the truncated distribution: the
-    allowed tokens only, then the ``top_k`` most likely of them, then the smallest set holding
-    ``top_p`` of their renormalised mass.
+    importance ratios stay consistent. With ``params.logprobs_among_allowed`` and ``allowed``,
+    it is taken over the allowed tokens alone (still before top-k and top-p). The token is
+    drawn from the truncated distribution: the allowed tokens only, then the ``top_k`` most
+    likely of them, then the smallest set holding ``top_p`` of their renormalised mass.
 
     Args:
         logits: ``(batch, vocab)`` next-token logits.
@@ -70,12 +71,17 @@ def sample_next_tokens(
         ...                                       allowed=allowed)
         >>> tokens.tolist(), torch.allclose(logprobs, logits.log_softmax(-1)[[0, 1], [1, 0]])
         ([1, 0], True)
+        >>> among = SamplingParams(temperature=0, logprobs_among_allowed=True)
+        >>> _, logprobs = sample_next_tokens(logits, among, allowed=allowed)
+        >>> torch.allclose(logprobs, logits[:, :2].log_softmax(-1)[[0, 1], [1, 0]])
+        True
     """
     logits = logits.float()
     greedy = params.temperature == 0
     scaled = logits if greedy else logits / params.temperature
-    logprobs_full = scaled.log_softmax(dim=-1)
     filtered = scaled if allowed is None else scaled.masked_fill(~allowed, float("-inf"))
+    among_allowed = params.logprobs_among_allowed and allowed is not None
+    logprobs_full = (filtered if among_allowed else scaled).log_softmax(dim=-1)
     if greedy:
         tokens = filtered.argmax(dim=-1)
     else:

@@ -631,6 +631,38 @@ def test_constrained_replies_can_be_scored_under_the_distribution_they_were_draw
         torch.testing.assert_close(among_words.exp().sum(), torch.tensor(1.0))
 
 
+def test_asked_to_the_generator_reports_log_probs_among_the_allowed_tokens(tiny):
+    model, tokenizer = tiny
+    from trainer.generation.from_config import action_token_ids
+
+    allowed = action_token_ids(tokenizer, ("Up", "Down", "Left", "Right"))
+    _, fast = _pair(model, tokenizer)
+    params = SamplingParams(
+        max_new_tokens=1,
+        temperature=0.7,
+        seed=0,
+        allowed_token_ids=allowed,
+        logprobs_among_allowed=True,
+    )
+    manager = EnvManager("Sokoban-v0", tokenizer, fast, group_size=2, max_turns=2, sampling=params)
+    sample = manager.rollout([11])[0].samples[0]
+    mask = torch.tensor(sample.loss_mask, dtype=torch.float32)
+    turns = torch.nonzero(mask).squeeze(1).tolist()
+    assert turns
+    expected, _ = sequence_logprobs(
+        model, [sample.token_ids], [mask], pad_id=tokenizer.pad_token_id, token_budget=4096,
+        vocabulary=allowed, temperature=0.7,
+    )  # fmt: skip
+    reported = torch.tensor(sample.logprobs)[turns]
+    torch.testing.assert_close(reported, expected[0][turns], atol=1e-4, rtol=0)
+    # and not the whole vocabulary's, which are far lower
+    whole, _ = sequence_logprobs(
+        model, [sample.token_ids], [mask], pad_id=tokenizer.pad_token_id, token_budget=4096,
+        temperature=0.7,
+    )  # fmt: skip
+    assert bool((reported > whole[0][turns] + 1.0).all())
+
+
 def test_a_token_outside_the_scoring_vocabulary_is_refused(tiny):
     model, tokenizer = tiny
     sequence = [1, 2, 3, 4]
