@@ -3,6 +3,7 @@ contained."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import secrets
 import signal
@@ -14,7 +15,7 @@ import time
 import pytest
 
 from sandboxes import Limits
-from sandboxes.bwrap import UID_RANGE
+from sandboxes.bwrap import LOCK_DIR, UID_RANGE
 
 SLACK_S = 1.5
 
@@ -32,6 +33,13 @@ def _processes_matching(marker: str) -> list[int]:
     return found
 
 
+def _uid_of(pid: int) -> int:
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return -1
+
+
 def _sandbox_uid_processes(uids: range | tuple[int, ...] = UID_RANGE) -> list[int]:
     found = []
     for entry in os.listdir("/proc"):
@@ -47,11 +55,32 @@ def _sandbox_uid_processes(uids: range | tuple[int, ...] = UID_RANGE) -> list[in
     return found
 
 
+def _leased_now(uid: int) -> bool:
+    """Whether a run (of any process: another pytest worker's, say) holds ``uid`` now."""
+    try:
+        handle = os.open(f"{LOCK_DIR}/{uid}", os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(handle)  # releases the lock if we took it
+    return False
+
+
+def _is_leftover(pid: int) -> bool:
+    uid = _uid_of(pid)
+    return uid >= 0 and not _leased_now(uid)  # -1: it has ended since it was listed
+
+
 def _leftovers(backend) -> list:
     """What is left of the backend's runs: live processes of its uids, and for docker, its
-    containers (each is removed when its run ends)."""
+    containers (each is removed when its run ends). A bwrap uid whose lease is held belongs
+    to a run still going, maybe another process's, not to one that ended."""
     if backend.name == "bwrap":
-        return _sandbox_uid_processes()
+        return [pid for pid in _sandbox_uid_processes() if _is_leftover(pid)]
     from sandboxes.docker_backend import LABEL, UID
 
     containers = backend.client.containers.list(
