@@ -352,8 +352,16 @@ class ServingEngine:
         finished: list[tuple[object, GenerationOutput]],
     ) -> None:
         stats = self.stats
-        # one wake-up of each caller's event loop a step, not one a token
         now = time.monotonic()
+        # counted before any caller hears of the step: a client that has its reply sees its
+        # tokens in the stats (and /metrics)
+        computed = self.generator.stats["computed_prompt_tokens"]
+        new_prompt = computed - stats.prompt_tokens
+        stats.prompt_tokens = computed
+        stats.generation_tokens += len(sampled)
+        stats.steps += 1
+        stats.recent.append((now, new_prompt, len(sampled)))
+        # one wake-up of each caller's event loop a step, not one a token
         by_loop: dict[asyncio.AbstractEventLoop, list[tuple[ServedRequest, Token]]] = {}
         for key, token, logprob in sampled:
             request = self._in_flight[key]  # type: ignore[index]
@@ -364,12 +372,6 @@ class ServingEngine:
             loop.call_soon_threadsafe(_hand_out, events)
         for key, output in finished:
             self._end(self._in_flight[key], output)  # type: ignore[index]
-        computed = self.generator.stats["computed_prompt_tokens"]
-        new_prompt = computed - stats.prompt_tokens
-        stats.prompt_tokens = computed
-        stats.generation_tokens += len(sampled)
-        stats.steps += 1
-        stats.recent.append((now, new_prompt, len(sampled)))
         self._publish_counts()
 
     def _publish_counts(self) -> None:
