@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import secrets
 import signal
 import socket
@@ -83,10 +84,29 @@ def _leftovers(backend) -> list:
         return [pid for pid in _sandbox_uid_processes() if _is_leftover(pid)]
     from sandboxes.docker_backend import LABEL, UID
 
+    processes = _sandbox_uid_processes((UID,))  # before the containers: see below
     containers = backend.client.containers.list(
         all=True, filters={"label": f"{LABEL}={backend.label}"}
     )
-    return _sandbox_uid_processes((UID,)) + [container.name for container in containers]
+    # a process in a container that another backend (another pytest worker's) still runs is
+    # that run's; one whose container is ours, or gone, is left over
+    others = {c.id for c in backend.client.containers.list(all=True)} - {c.id for c in containers}
+    left = [
+        pid
+        for pid in processes
+        if _container_of(pid) not in others and os.path.exists(f"/proc/{pid}")  # not ended since
+    ]
+    return left + [container.name for container in containers]
+
+
+def _container_of(pid: int) -> str | None:
+    """The id of the docker container a process runs in (from its cgroup), if any."""
+    try:
+        with open(f"/proc/{pid}/cgroup") as handle:
+            found = re.search(r"docker[-/]([0-9a-f]{64})", handle.read())
+    except OSError:
+        return None
+    return found.group(1) if found else None
 
 
 @pytest.fixture
