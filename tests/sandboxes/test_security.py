@@ -34,23 +34,18 @@ def _processes_matching(marker: str) -> list[int]:
     return found
 
 
-def _uid_of(pid: int) -> int:
-    try:
-        return os.stat(f"/proc/{pid}").st_uid
-    except OSError:
-        return -1
-
-
-def _sandbox_uid_processes(uids: range | tuple[int, ...] = UID_RANGE) -> list[int]:
-    found = []
+def _sandbox_uid_processes(uids: range | tuple[int, ...] = UID_RANGE) -> dict[int, int]:
+    """The live processes of ``uids``: pid to uid."""
+    found = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 with open(f"/proc/{entry}/stat", "rb") as handle:
                     state = handle.read().rsplit(b")", 1)[-1].split()[0]
+                uid = os.stat(f"/proc/{entry}").st_uid
                 # a zombie is dead already, waiting for the host's init to reap it
-                if os.stat(f"/proc/{entry}").st_uid in uids and state not in b"ZX":
-                    found.append(int(entry))
+                if uid in uids and state not in b"ZX":
+                    found[int(entry)] = uid
             except OSError:
                 pass
     return found
@@ -71,20 +66,17 @@ def _leased_now(uid: int) -> bool:
     return False
 
 
-def _is_leftover(pid: int) -> bool:
-    uid = _uid_of(pid)
-    return uid >= 0 and not _leased_now(uid)  # -1: it has ended since it was listed
-
-
 def _leftovers(backend) -> list:
     """What is left of the backend's runs: live processes of its uids, and for docker, its
     containers (each is removed when its run ends). A bwrap uid whose lease is held belongs
     to a run still going, maybe another process's, not to one that ended."""
     if backend.name == "bwrap":
-        return [pid for pid in _sandbox_uid_processes() if _is_leftover(pid)]
+        found = _sandbox_uid_processes()
+        held = {uid for uid in set(found.values()) if _leased_now(uid)}
+        return [pid for pid, uid in found.items() if uid not in held]
     from sandboxes.docker_backend import LABEL, UID
 
-    processes = _sandbox_uid_processes((UID,))  # before the containers: see below
+    processes = list(_sandbox_uid_processes((UID,)))  # before the containers: see below
     containers = backend.client.containers.list(
         all=True, filters={"label": f"{LABEL}={backend.label}"}
     )
