@@ -35,7 +35,7 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 
-from trainer.generation.small_batch_weights import FORMATS, BFloat16Weight, Int4Weight
+from trainer.generation.small_batch_weights import FORMATS, BFloat16Weight, Int4Weight, Int8Weight
 
 __all__ = ["PackedLinear", "packing_available", "row_buckets"]
 
@@ -82,7 +82,7 @@ class PackedLinear:
         min_rows: fewer rows than this use ``F.linear``.
         small_rows: up to this many rows run on a compact copy of the weight, made when
             first used (:mod:`~trainer.generation.small_batch_weights`); 0: never.
-        small_format: that copy's format: ``"int4"`` or ``"bfloat16"``.
+        small_format: that copy's format: ``"int4"``, ``"int8"`` or ``"bfloat16"``.
     """
 
     def __init__(
@@ -102,7 +102,7 @@ class PackedLinear:
         self.small_rows = small_rows
         self._small_format = FORMATS[small_format]
         self._packs: dict[int, torch.Tensor] = {}
-        self._small: Int4Weight | BFloat16Weight | None = None
+        self._small: Int4Weight | Int8Weight | BFloat16Weight | None = None
 
     @property
     def packed_buckets(self) -> tuple[int, ...]:
@@ -126,6 +126,20 @@ class PackedLinear:
             x = F.pad(x, (0, 0, 0, bucket - rows))
         out = torch.ops.mkl._mkl_linear(x.contiguous(), pack, self.weight, self.bias, bucket)
         return out[:rows]
+
+    def compact(self, x: torch.Tensor) -> torch.Tensor:
+        """``x @ weight.T + bias`` on the compact copy, left in the copy's bfloat16 (plus the
+        bias's dtype, if any): the caller converts once where it needs to, not around every
+        matmul. For ``x`` of 2 dimensions and at most ``small_rows`` rows."""
+        if x.shape[0] > self.small_rows or x.dim() != 2:
+            raise ValueError(
+                f"the compact copy runs up to {self.small_rows} rows of 2-d input, "
+                f"got shape {tuple(x.shape)}"
+            )
+        if self._small is None:
+            self._small = self._small_format.quantize(self.weight)
+        out = self._small.mm(x)
+        return out if self.bias is None else out + self.bias
 
     def copy_bytes(self) -> int:
         """Bytes of every copy this layer may make: a pack for each bucket it can reach (those

@@ -13,8 +13,12 @@ takes it as ``(q - 8) * scale + zero``). The default SmolLM2 comes as a GGUF who
 ``Q4_1``: exactly this layout (blocks of 32, a scale and a minimum), so its dequantised float32
 weights quantise back to the same integers, and only the scale and minimum are rounded (to
 bfloat16). Its output head (tied to the embedding) is ``Q8_0`` in the GGUF: 4-bit groups would
-move its logits by 9%, so the head gets a :class:`BFloat16Weight` copy instead (3.5 ms a step
-against 9.3 ms in float32).
+move its logits by 9%, so the head gets an :class:`Int8Weight` copy instead (one scale a row),
+and :func:`rescore_top_logits` recomputes each step's largest logits from the float32 head.
+Inside SmolLM2's decode steps (where the layers' weights have pushed the head out of the CPU's
+caches), torch's profiler put the 8-bit head at 2.6 ms a step against 4.5-4.7 ms for a bfloat16
+copy, on a 2-core AVX512 machine; with the 16 largest logits recomputed, greedy replies agreed
+with float32's on 248 of 256 tokens (8 prompts), against 234 with the bfloat16 head.
 
 Example:
     >>> import torch
@@ -32,7 +36,15 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["FORMATS", "GROUP_SIZE", "BFloat16Weight", "Int4Weight", "int4_available"]
+__all__ = [
+    "FORMATS",
+    "GROUP_SIZE",
+    "BFloat16Weight",
+    "Int4Weight",
+    "Int8Weight",
+    "int4_available",
+    "rescore_top_logits",
+]
 
 GROUP_SIZE = 32
 
@@ -81,11 +93,14 @@ class Int4Weight:
             scale_and_zero = torch.stack([scale, zero], dim=-1).transpose(0, 1).contiguous()
         return cls(packed, scale_and_zero.to(torch.bfloat16))
 
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        out = torch.ops.aten._weight_int4pack_mm_for_cpu(
+    def mm(self, x: torch.Tensor) -> torch.Tensor:
+        """``x @ weight.T`` in bfloat16, the kernel's own output (``x`` is rounded to it)."""
+        return torch.ops.aten._weight_int4pack_mm_for_cpu(
             x.to(torch.bfloat16), self.packed, GROUP_SIZE, self.scale_and_zero
         )
-        return out.to(x.dtype)
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return self.mm(x).to(x.dtype)
 
 
 @dataclass(frozen=True)
@@ -105,12 +120,112 @@ class BFloat16Weight:
         with torch.inference_mode():
             return cls(weight.detach().to(torch.bfloat16))
 
+    def mm(self, x: torch.Tensor) -> torch.Tensor:
+        """``x @ weight.T`` in bfloat16 (``x`` is rounded to it)."""
+        return torch.nn.functional.linear(x.to(torch.bfloat16), self.weight)
+
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.nn.functional.linear(x.to(torch.bfloat16), self.weight).to(x.dtype)
+        return self.mm(x).to(x.dtype)
+
+
+@dataclass(frozen=True)
+class Int8Weight:
+    """A ``(out_features, in_features)`` weight as 8-bit integers with one bfloat16 scale a row
+    (``w = q * scale``, ``|q| <= 127``), through torch's ``_weight_int8pack_mm``; call it on
+    ``x`` for ``x @ weight.T``.
+
+    For an output head: half the bytes of bfloat16 to read each step. One scale a row is
+    coarser than the GGUF's ``Q8_0`` (a scale per 32), so a caller that needs the top logits
+    exact recomputes them from the float weight (see
+    :func:`~trainer.generation.continuous.rescore_top_logits`).
+    """
+
+    quantized: torch.Tensor  # int8, (out_features, in_features)
+    scale: torch.Tensor  # bfloat16, (out_features,)
+
+    #: the kernel reads columns in blocks of 16 (on 100 columns it crashed the process)
+    COLUMN_MULTIPLE = 16
+
+    @staticmethod
+    def nbytes_for(rows: int, columns: int) -> int:
+        """Bytes of the copy: a byte a weight and a bfloat16 scale a row."""
+        return rows * columns + rows * 2
+
+    @classmethod
+    def quantize(cls, weight: torch.Tensor) -> Int8Weight:
+        """Rounds ``weight`` (any float dtype) to 8 bits, each row scaled by its largest
+        magnitude."""
+        columns = weight.shape[1]
+        if columns % cls.COLUMN_MULTIPLE:
+            raise ValueError(
+                f"8-bit rows need columns in multiples of {cls.COLUMN_MULTIPLE}, got {columns}"
+            )
+        with torch.inference_mode():
+            weight = weight.detach().float()
+            scale = (weight.abs().amax(dim=1) / 127).clamp(min=1e-12).to(torch.bfloat16)
+            quantized = (weight / scale.float()[:, None]).round().clamp(-127, 127)
+        return cls(quantized.to(torch.int8).contiguous(), scale)
+
+    def mm(self, x: torch.Tensor) -> torch.Tensor:
+        """``x @ weight.T`` in bfloat16 (``x`` is rounded to it)."""
+        return torch.ops.aten._weight_int8pack_mm(x.to(torch.bfloat16), self.quantized, self.scale)
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return self.mm(x).to(x.dtype)
+
+
+#: How many of each row's largest logits :func:`rescore_top_logits` recomputes by default.
+RESCORED_LOGITS = 16
+
+
+def rescore_top_logits(
+    logits: torch.Tensor,
+    hidden: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None = None,
+    k: int = RESCORED_LOGITS,
+) -> torch.Tensor:
+    """Recomputes, in place, each row's ``k`` largest ``logits`` from the float ``weight``.
+
+    ``logits`` come from a compact copy of an output head (:class:`Int8Weight`): close, but
+    rounded enough to swap near-tied tokens. The tokens that greedy decoding and nucleus
+    sampling pick from are among the largest, so their logits become exactly
+    ``hidden @ weight[top].T + bias``, at the cost of reading ``k`` rows of ``weight``.
+
+    Args:
+        logits: ``(rows, vocab)`` float32, overwritten.
+        hidden: ``(rows, in_features)``: what the head was applied to.
+        weight: the head's ``(vocab, in_features)`` float weight.
+        bias: its ``(vocab,)`` bias, if any.
+        k: how many logits a row to recompute.
+
+    Returns:
+        ``logits``.
+
+    Example:
+        >>> _ = torch.manual_seed(0)
+        >>> weight = torch.randn(64, 32)
+        >>> hidden = torch.randn(2, 32)
+        >>> logits = Int8Weight.quantize(weight)(hidden).float()
+        >>> exact = hidden @ weight.T
+        >>> top = exact.topk(4).indices
+        >>> bool((logits.gather(1, top) == exact.gather(1, top)).all())
+        False
+        >>> logits = rescore_top_logits(logits, hidden, weight, k=8)
+        >>> torch.allclose(logits.gather(1, top), exact.gather(1, top))
+        True
+    """
+    top = logits.topk(min(k, logits.shape[-1]), dim=-1).indices  # (rows, k)
+    rows = weight[top].to(torch.float32)  # (rows, k, in_features)
+    exact = torch.bmm(rows, hidden.to(torch.float32)[:, :, None])[..., 0]
+    if bias is not None:
+        exact += bias[top].to(torch.float32)
+    return logits.scatter_(1, top, exact)
 
 
 #: The copies a :class:`~trainer.generation.packed_linear.PackedLinear` can keep, by name.
-FORMATS: dict[str, type[Int4Weight] | type[BFloat16Weight]] = {
+FORMATS: dict[str, type[Int4Weight] | type[Int8Weight] | type[BFloat16Weight]] = {
     "int4": Int4Weight,
+    "int8": Int8Weight,
     "bfloat16": BFloat16Weight,
 }

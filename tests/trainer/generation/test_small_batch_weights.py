@@ -1,6 +1,7 @@
-"""4-bit and bfloat16 copies of weights for small decode steps: exact for weights already in
-4-bit groups (as the GGUF's Q4_1 layers are), used only where they are meant to be, and the
-engine's ``quantize="int4"`` decodes close to float32."""
+"""4-bit, 8-bit and bfloat16 copies of weights for small decode steps: exact for weights already
+in 4-bit groups (as the GGUF's Q4_1 layers are) or 8-bit rows, used only where they are meant to
+be, an 8-bit head's top logits recomputed exactly, and the engine's ``quantize="int4"`` decodes
+close to float32."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ from trainer.generation.small_batch_weights import (  # noqa: E402
     GROUP_SIZE,
     BFloat16Weight,
     Int4Weight,
+    Int8Weight,
     int4_available,
+    rescore_top_logits,
 )
 
 pytestmark = pytest.mark.skipif(
@@ -78,6 +81,61 @@ def test_a_linear_uses_its_compact_copy_only_for_few_rows():
     head = PackedLinear(weight, None, buckets=(), small_rows=4, small_format="bfloat16")
     head(few)
     assert isinstance(head._small, BFloat16Weight)
+    head = PackedLinear(weight, None, buckets=(), small_rows=4, small_format="int8")
+    head(few)
+    assert isinstance(head._small, Int8Weight)
+
+
+def test_weights_in_8_bit_rows_come_back_exactly():
+    generator = torch.Generator().manual_seed(0)
+    q = torch.randint(-127, 128, (48, 64), generator=generator)
+    q[:, 0] = 127  # each row's largest magnitude sets its scale: 127 * scale
+    scale = 2.0 ** -torch.randint(3, 9, (48, 1), generator=generator)  # exact in bfloat16
+    weight = q * scale
+    copy_ = Int8Weight.quantize(weight)
+    assert torch.equal(copy_.quantized, q.to(torch.int8))
+    assert torch.equal(copy_.scale.float(), scale[:, 0])
+    # 7-bit integers times a power of two: exact in bfloat16 on the way out too
+    assert torch.equal(copy_(torch.eye(64)).T, weight)
+    assert Int8Weight.nbytes_for(48, 64) == 48 * 64 + 48 * 2
+    with pytest.raises(ValueError, match="columns in multiples of 16"):
+        Int8Weight.quantize(torch.randn(8, 100))  # the kernel would crash the process
+
+
+def test_rescoring_restores_the_order_of_a_tie_8_bits_cannot_see():
+    generator = torch.Generator().manual_seed(1)
+    hidden = torch.randn(1, 64, generator=generator)
+    weight = torch.randint(-20, 21, (256, 64), generator=generator) * 0.01
+    weight[5] = 1.27 * hidden[0].sign()  # the largest logit by far
+    weight[7] = weight[5]
+    column = int(hidden[0].argmax())
+    weight[7, column] += 1e-3  # row 7 a hair above row 5: the same 8-bit row and scale
+    exact = hidden @ weight.T
+    assert exact[0].argmax() == 7
+    rough = Int8Weight.quantize(weight)(hidden).float()
+    assert rough[0, 5] == rough[0, 7] and rough[0].argmax() == 5  # a tie, the first one wins
+    logits = rescore_top_logits(rough.clone(), hidden, weight, k=4)
+    assert logits[0].argmax() == 7
+    top = exact.topk(4).indices
+    assert torch.allclose(logits.gather(1, top), exact.gather(1, top), atol=1e-5)
+    # outside the top 4 the 8-bit logits stay as they were
+    outside = torch.ones_like(logits, dtype=torch.bool).scatter_(1, top, False)
+    assert torch.equal(logits[outside], rough[outside])
+    bias = torch.randn(256, generator=generator)
+    with_bias = rescore_top_logits(rough + bias, hidden, weight, bias, k=4)
+    top = (exact + bias).topk(4).indices
+    assert torch.allclose(with_bias.gather(1, top), (exact + bias).gather(1, top), atol=1e-5)
+
+
+def test_a_linear_leaves_its_compact_output_in_bfloat16_for_few_rows_only():
+    weight = torch.randn(64, 96)
+    linear = PackedLinear(weight, None, buckets=(), small_rows=4)
+    x = torch.randn(3, 96)
+    out = linear.compact(x)
+    assert out.dtype == torch.bfloat16
+    assert torch.equal(out.float(), linear(x))  # __call__ is the same matmul, converted back
+    with pytest.raises(ValueError, match="up to 4 rows"):
+        linear.compact(torch.randn(5, 96))
 
 
 def test_an_int4_engine_reads_prompts_in_float32_and_decodes_close_to_it(tiny):
@@ -89,15 +147,29 @@ def test_an_int4_engine_reads_prompts_in_float32_and_decodes_close_to_it(tiny):
     [want] = exact.generate([prompt], params)
     [got] = small.generate([prompt], params)
     # the first token comes from the prompt's pass: float32 layers; only the head, one row
-    # a sequence, ran on its bfloat16 copy
+    # a sequence, ran on its 8-bit copy, and its largest logits were recomputed in float32
     assert got.token_ids[0] == want.token_ids[0]
     assert got.logprobs[0] == pytest.approx(want.logprobs[0], abs=1e-2)
     assert all(linear._small is not None for linear in small._linears)  # decode used them
+    assert isinstance(small._lm_head._small, Int8Weight)
     # random weights are not 4-bit groups: the later steps are close, not equal
     teacher_forced = exact.generate([prompt + got.token_ids[:1]], params)[0]
     assert teacher_forced.logprobs[0] == pytest.approx(got.logprobs[1], abs=0.5)
     with pytest.raises(ValueError, match="quantize must be None or 'int4'"):
         ContinuousGenerator(copy.deepcopy(model), tokenizer, quantize="int8")
+
+
+@torch.inference_mode()
+def test_an_int4_engine_s_largest_logits_are_the_float32_head_s(tiny):
+    model, tokenizer = tiny
+    exact = ContinuousGenerator(copy.deepcopy(model), tokenizer)
+    small = ContinuousGenerator(copy.deepcopy(model), tokenizer, quantize="int4")
+    prompt = [1] + list(range(500, 540))  # 41 tokens: the float32 layers, then the head
+    want = exact._forward([0], [prompt], [0])
+    got = small._forward([0], [prompt], [0])
+    top = want.topk(16).indices
+    assert torch.allclose(got.gather(1, top), want.gather(1, top), atol=1e-4)
+    assert not torch.allclose(got, want, atol=1e-4)  # the rest: the 8-bit head's
 
 
 def test_copies_made_up_front_are_the_ones_counted_and_decode_as_lazy_ones(tiny):
