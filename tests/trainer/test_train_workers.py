@@ -128,6 +128,8 @@ def test_updates_on_two_workers_give_the_weights_of_one_process(ray_cluster, pad
             assert worker["parameters"] >= parameters
         # float32 training: DeepSpeed's master partition is the parameters' own, not a copy
         assert worker["master_copy"] == 0
+        if kind == "zero3":  # its gradient partition is held from a backward pass to the step
+            assert worker["gradient_buffer"] == 0
 
 
 @pytest.mark.parametrize("kind", [PARAMS[0], PARAMS[3]])
