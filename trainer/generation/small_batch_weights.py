@@ -16,9 +16,10 @@ bfloat16). Its output head (tied to the embedding) is ``Q8_0`` in the GGUF: 4-bi
 move its logits by 9%, so the head gets an :class:`Int8Weight` copy instead (one scale a row),
 and :func:`rescore_top_logits` recomputes each step's largest logits from the float32 head.
 Inside SmolLM2's decode steps (where the layers' weights have pushed the head out of the CPU's
-caches), torch's profiler put the 8-bit head at 2.6 ms a step against 4.5-4.7 ms for a bfloat16
-copy, on a 2-core AVX512 machine; with the 16 largest logits recomputed, greedy replies agreed
-with float32's on 248 of 256 tokens (8 prompts), against 234 with the bfloat16 head.
+caches), torch's profiler put the 8-bit head at 2.6-3.1 ms a step against 4.5-5.2 ms for a
+bfloat16 copy, on a 2-core AVX512 machine; with the 16 largest logits recomputed, greedy
+replies agreed with float32's on 248 of 256 tokens (8 prompts), against 234 with the bfloat16
+head.
 
 Example:
     >>> import torch
