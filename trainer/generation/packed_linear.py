@@ -35,7 +35,7 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 
-from trainer.generation.small_batch_weights import FORMATS, BFloat16Weight, Int4Weight, Int8Weight
+from trainer.generation.small_batch_weights import FORMATS, CompactWeight
 
 __all__ = ["PackedLinear", "packing_available", "row_buckets"]
 
@@ -102,7 +102,7 @@ class PackedLinear:
         self.small_rows = small_rows
         self._small_format = FORMATS[small_format]
         self._packs: dict[int, torch.Tensor] = {}
-        self._small: Int4Weight | Int8Weight | BFloat16Weight | None = None
+        self._small: CompactWeight | None = None
 
     @property
     def packed_buckets(self) -> tuple[int, ...]:
@@ -112,10 +112,7 @@ class PackedLinear:
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.shape[0]
         if rows <= self.small_rows and x.dim() == 2:
-            if self._small is None:
-                self._small = self._small_format.quantize(self.weight)
-            out = self._small(x)
-            return out if self.bias is None else out + self.bias
+            return self.compact(x).to(x.dtype)
         bucket = next((b for b in self.buckets if b >= rows), None)
         if bucket is None or rows < self.min_rows or x.dim() != 2:
             return F.linear(x, self.weight, self.bias)

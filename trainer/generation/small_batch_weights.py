@@ -41,6 +41,7 @@ __all__ = [
     "FORMATS",
     "GROUP_SIZE",
     "BFloat16Weight",
+    "CompactWeight",
     "Int4Weight",
     "Int8Weight",
     "int4_available",
@@ -59,8 +60,19 @@ def int4_available(device: torch.device | str, in_features: int) -> bool:
     )
 
 
+class CompactWeight:
+    """A weight's compact copy: :meth:`mm` is ``x @ weight.T`` left in bfloat16 (the kernels'
+    own output), and calling it converts back to ``x``'s dtype."""
+
+    def mm(self, x: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return self.mm(x).to(x.dtype)
+
+
 @dataclass(frozen=True)
-class Int4Weight:
+class Int4Weight(CompactWeight):
     """A ``(out_features, in_features)`` weight as packed 4-bit groups; call it on ``x`` for
     ``x @ weight.T`` (the bias is the caller's)."""
 
@@ -100,12 +112,9 @@ class Int4Weight:
             x.to(torch.bfloat16), self.packed, GROUP_SIZE, self.scale_and_zero
         )
 
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        return self.mm(x).to(x.dtype)
-
 
 @dataclass(frozen=True)
-class BFloat16Weight:
+class BFloat16Weight(CompactWeight):
     """A weight rounded to bfloat16; call it on ``x`` for ``x @ weight.T`` in ``x``'s dtype."""
 
     weight: torch.Tensor
@@ -125,12 +134,9 @@ class BFloat16Weight:
         """``x @ weight.T`` in bfloat16 (``x`` is rounded to it)."""
         return torch.nn.functional.linear(x.to(torch.bfloat16), self.weight)
 
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        return self.mm(x).to(x.dtype)
-
 
 @dataclass(frozen=True)
-class Int8Weight:
+class Int8Weight(CompactWeight):
     """A ``(out_features, in_features)`` weight as 8-bit integers with one bfloat16 scale a row
     (``w = q * scale``, ``|q| <= 127``), through torch's ``_weight_int8pack_mm``; call it on
     ``x`` for ``x @ weight.T``.
@@ -138,7 +144,7 @@ class Int8Weight:
     For an output head: half the bytes of bfloat16 to read each step. One scale a row is
     coarser than the GGUF's ``Q8_0`` (a scale per 32), so a caller that needs the top logits
     exact recomputes them from the float weight (see
-    :func:`~trainer.generation.continuous.rescore_top_logits`).
+    :func:`rescore_top_logits`).
     """
 
     quantized: torch.Tensor  # int8, (out_features, in_features)
@@ -170,9 +176,6 @@ class Int8Weight:
     def mm(self, x: torch.Tensor) -> torch.Tensor:
         """``x @ weight.T`` in bfloat16 (``x`` is rounded to it)."""
         return torch.ops.aten._weight_int8pack_mm(x.to(torch.bfloat16), self.quantized, self.scale)
-
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        return self.mm(x).to(x.dtype)
 
 
 #: How many of each row's largest logits :func:`rescore_top_logits` recomputes by default.

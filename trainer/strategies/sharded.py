@@ -302,11 +302,8 @@ class DeepSpeedStrategy(_ShardedStrategy):
         )
         if not (self._offload_optimizer or self._offload_params):
             _share_master_partitions(wrapped, self.zero_stage)
-        self._gradient_buffer = (
-            _GradientBuffer(wrapped)
-            if self.zero_stage == 3 and not (self._offload_optimizer or self._offload_params)
-            else None
-        )
+        if self.zero_stage == 3 and not (self._offload_optimizer or self._offload_params):
+            self._gradient_buffer = _GradientBuffer.of(wrapped)
         return wrapped
 
     def _scorer(self) -> nn.Module:
@@ -427,18 +424,25 @@ class _GradientBuffer:
 
     def __init__(self, optimizer) -> None:
         self.optimizer = optimizer
-        buffer = optimizer.grad_partitions_flat_buffer
-        self.numel, self.dtype = buffer.numel(), buffer.dtype
+        self.numel = optimizer.grad_partitions_flat_buffer.numel()
         self.released = False
+
+    @classmethod
+    def of(cls, optimizer) -> _GradientBuffer | None:
+        """The holder of ``optimizer``'s buffer; ``None`` (DeepSpeed keeps it) unless it is
+        float32, the dtype numpy's zeros make it again in."""
+        if optimizer.grad_partitions_flat_buffer.dtype != torch.float32:
+            return None
+        return cls(optimizer)
 
     def release(self) -> None:
         """Frees the buffer (after an optimizer step: its gradients are spent)."""
-        if self.released or self.dtype != torch.float32:
+        if self.released:
             return
         from deepspeed.runtime.zero.offload_config import OffloadStateTypeEnum
 
         self.optimizer.offload_states(include=[OffloadStateTypeEnum.lp_grads], pin_memory=False)
-        self.optimizer.grad_partitions_flat_buffer.data = torch.empty(0, dtype=self.dtype)
+        self.optimizer.grad_partitions_flat_buffer.data = torch.empty(0)
         self.released = True
 
     def restore(self) -> None:
