@@ -160,6 +160,7 @@ class Evaluator:
                 window=self.config.env.window,
                 max_context_tokens=self.config.env.max_context_tokens,
                 sampling=self.sampling,
+                reply_prefix=self.config.env.reply_prefix,
             )
             # 32 episodes at a time: every running episode's previous turn stays in the
             # generator's cache, which stays small (about 3 GB for SmolLM2 at 1024 tokens)

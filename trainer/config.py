@@ -84,6 +84,7 @@ class EnvConfig(_Section):
     window: int = Field(2, ge=0)
     max_context_tokens: int = Field(2048, gt=0)
     constrain_to_actions: bool = False
+    reply_prefix: str = ""
 
     @field_validator("mix", mode="before")
     @classmethod
@@ -133,10 +134,21 @@ class EnvConfig(_Section):
 
 
 class SamplingConfig(_Section):
+    """How replies are sampled. ``stop``: strings that end a reply once its text holds one
+    (kept in the reply, as vLLM's ``include_stop_str_in_output``)."""
+
     max_new_tokens: int = Field(64, gt=0)
     temperature: float = Field(1.0, ge=0.0)
     top_p: float = Field(1.0, gt=0.0, le=1.0)
     top_k: int = Field(0, ge=0)
+    stop: list[str] = []
+
+    @field_validator("stop")
+    @classmethod
+    def _stop_strings(cls, stop: list[str]) -> list[str]:
+        if not all(stop):
+            raise ValueError(f"must be non-empty strings, e.g. ['</answer>'] (got {stop!r})")
+        return stop
 
 
 class AlgorithmConfig(_Section):

@@ -37,6 +37,10 @@ class SamplingParams:
         logprobs_among_allowed: with ``allowed_token_ids``, report each token's
             log-probability under the softmax over the allowed tokens alone, as vLLM does,
             instead of over the whole vocabulary (the ``continuous`` and ``hf`` backends).
+        stop: stop strings: generation of a prompt stops once its reply's text holds one of
+            them (``finish_reason="stop"``); the token that completed it is the reply's last
+            (vLLM's ``stop`` with ``include_stop_str_in_output``; see
+            :mod:`trainer.generation.stop_strings`).
     """
 
     max_new_tokens: int = 64
@@ -48,6 +52,7 @@ class SamplingParams:
     seed: int | None = None
     ignore_eos: bool = False
     logprobs_among_allowed: bool = False
+    stop: tuple[str, ...] = ()
 
     def stops(self, default: tuple[int, ...]) -> tuple[int, ...]:
         """The tokens that end a reply: ``stop_token_ids``, else the backend's ``default``

@@ -59,6 +59,7 @@ from trainer.generation.small_batch_weights import (
     int4_available,
     rescore_top_logits,
 )
+from trainer.generation.stop_strings import StopStrings
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -80,6 +81,7 @@ class _Sampling:
     rng: torch.Generator
     allowed: torch.Tensor | None
     stop: frozenset[int]
+    stop_strings: StopStrings | None = None
 
 
 @dataclass(eq=False)
@@ -461,6 +463,11 @@ class ContinuousGenerator:
             )
         return GenerationStream(self, params, rng, allowed, max_step_tokens=max_step_tokens)
 
+    def _stops(self, params: SamplingParams) -> tuple[frozenset[int], StopStrings | None]:
+        """The stop tokens and stop strings of requests sampled with ``params``."""
+        strings = StopStrings(self.tokenizer, params.stop) if params.stop else None
+        return frozenset(params.stops(self.default_stop_token_ids)), strings
+
     def _compute_shared_prefixes(self, prompts: list[list[int]], min_gain: int = 16) -> None:
         """Computes once the prefixes several prompts of one call share (a group's identical
         first prompts, the instruction every episode starts with), so that each request copies
@@ -653,8 +660,7 @@ class GenerationStream:
         max_step_tokens: int | None = None,
     ) -> None:
         self._engine = engine
-        stop = frozenset(params.stops(engine.default_stop_token_ids))
-        self._own = _Sampling(params, rng, allowed, stop)
+        self._own = _Sampling(params, rng, allowed, *engine._stops(params))
         self._shared: dict[SamplingParams, _Sampling] = {}  # unseeded parameters, by value
         self._max_step_tokens = max_step_tokens
         self._waiting: deque[_Request] = deque()
@@ -771,11 +777,11 @@ class GenerationStream:
     ) -> _Sampling:
         """Requests with the same unseeded parameters share one :class:`_Sampling` (and the
         stream's random stream), so they are sampled together; a seeded one has its own."""
-        stop = frozenset(params.stops(self._engine.default_stop_token_ids))
+        stops = self._engine._stops(params)
         if params.seed is not None:
-            return _Sampling(params, rng, allowed, stop)
+            return _Sampling(params, rng, allowed, *stops)
         if params not in self._shared:
-            self._shared[params] = _Sampling(params, self._own.rng, allowed, stop)
+            self._shared[params] = _Sampling(params, self._own.rng, allowed, *stops)
         return self._shared[params]
 
     def _enqueue(
@@ -871,7 +877,10 @@ class GenerationStream:
         # last row first: a release moves a later row into the freed one, already looked at
         for row in range(len(self._pending) - 1, -1, -1):
             request = self._running[row]
-            if request.tokens[-1] in request.sampling.stop:
+            sampling = request.sampling
+            if request.tokens[-1] in sampling.stop or (
+                sampling.stop_strings is not None and sampling.stop_strings.reached(request.tokens)
+            ):
                 request.finish_reason = "stop"
             elif (
                 len(request.tokens) < request.sampling.params.max_new_tokens

@@ -99,6 +99,7 @@ def sampling_params(config: Config, tokenizer: Any) -> SamplingParams:
         top_p=sampling.top_p,
         top_k=sampling.top_k,
         stop_token_ids=(tokenizer.eos_token_id,),
+        stop=tuple(sampling.stop),
         allowed_token_ids=allowed,
         # the log-probs the trainer scores too: among the action words, or the whole vocabulary
         logprobs_among_allowed=allowed is not None and config.algorithm.score_actions_only,

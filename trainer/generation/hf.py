@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from trainer.generation.base import GenerationOutput, SamplingParams
+from trainer.generation.stop_strings import StopStrings, check_stop_strings
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -126,6 +127,7 @@ def _check_params(params: SamplingParams, vocab_size: int) -> None:
         raise ValueError(f"token ids {bad} are outside the vocabulary (size {vocab_size})")
     if params.allowed_token_ids is not None and not params.allowed_token_ids:
         raise ValueError("allowed_token_ids is empty: no token could be generated")
+    check_stop_strings(params.stop)
 
 
 def check_prompts(prompts: Sequence[Sequence[int]], vocab_size: int) -> None:
@@ -212,7 +214,8 @@ class HFGenerator:
         """Samples one reply per prompt.
 
         A reply ends after a token in ``params.stop_token_ids`` (the tokenizer's eos token if
-        that is empty), which is kept as its last token (``finish_reason="stop"``), or after
+        that is empty), which is kept as its last token (``finish_reason="stop"``), after the
+        token that completes a string of ``params.stop`` in its text (kept too), or after
         ``params.max_new_tokens`` tokens (``"length"``). With the same ``params.seed``, the
         same prompts give the same replies (a seed of ``None`` draws a fresh one).
 
@@ -228,13 +231,16 @@ class HFGenerator:
             return [GenerationOutput([], [], "length") for _ in prompts]
         stop_ids = params.stops(self.default_stop_token_ids)
         stop = torch.tensor(stop_ids, dtype=torch.long, device=self.device)
+        stop_strings = StopStrings(self.tokenizer, params.stop) if params.stop else None
 
         # Longest first, so each batch holds prompts of similar length.
         order = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]))
         outputs: list[GenerationOutput | None] = [None] * len(prompts)
         for start in range(0, len(order), self.max_batch_size):
             batch = order[start : start + self.max_batch_size]
-            results = self._generate_batch([prompts[i] for i in batch], params, rng, allowed, stop)
+            results = self._generate_batch(
+                [prompts[i] for i in batch], params, rng, allowed, stop, stop_strings
+            )
             for i, result in zip(batch, results, strict=True):
                 outputs[i] = result
         return outputs  # type: ignore[return-value]
@@ -246,6 +252,7 @@ class HFGenerator:
         rng: torch.Generator,
         allowed: torch.Tensor | None,
         stop: torch.Tensor,
+        stop_strings: StopStrings | None,
     ) -> list[GenerationOutput]:
         size, width = len(prompts), max(len(p) for p in prompts)
         input_ids = torch.full((size, width), self.pad_token_id, dtype=torch.long)
@@ -278,6 +285,10 @@ class HFGenerator:
                 tokens_out[row].append(token)
                 logprobs_out[row].append(logprob)
             stopped = torch.isin(tokens, stop)
+            if stop_strings is not None:
+                stopped |= torch.tensor(
+                    [stop_strings.reached(tokens_out[row]) for row in rows], device=tokens.device
+                )
             if bool(stopped.any()):
                 for row, is_stop in zip(rows, stopped.tolist(), strict=True):
                     if is_stop:

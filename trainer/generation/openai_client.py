@@ -102,6 +102,8 @@ class OpenAIGenerator:
             extra["stop_token_ids"] = list(params.stop_token_ids)
         if params.ignore_eos:
             extra["ignore_eos"] = True
+        if params.stop:  # vLLM's server keeps the stop string with this; others ignore it
+            extra["include_stop_str_in_output"] = True
         response = self.client.completions.create(
             model=self.model,
             prompt=prompt,
@@ -109,6 +111,7 @@ class OpenAIGenerator:
             temperature=params.temperature,
             top_p=params.top_p,
             seed=params.seed,
+            stop=list(params.stop) or None,
             logprobs=1,
             extra_body=extra,
         )

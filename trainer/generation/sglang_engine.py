@@ -91,6 +91,9 @@ class SGLangGenerator(OwnsModelFolder):
             "stop_token_ids": list(params.stops(self.default_stop_token_ids)),
             "ignore_eos": params.ignore_eos,
         }
+        if params.stop:
+            sampling["stop"] = list(params.stop)
+            sampling["no_stop_trim"] = True  # the stop string stays in the reply, as elsewhere
         if params.seed is not None:
             sampling["sampling_seed"] = params.seed
         results = self.engine.generate(

@@ -154,7 +154,9 @@ class VLLMGenerator(OwnsModelFolder):
             seed=params.seed,
             ignore_eos=params.ignore_eos,
             logprobs=0,  # the sampled token's own log-probability
-            detokenize=False,
+            stop=list(params.stop) or None,
+            include_stop_str_in_output=True,
+            detokenize=bool(params.stop),  # stop strings are matched in the text
         )
         requests = [TokensPrompt(prompt_token_ids=list(map(int, p))) for p in prompts]
         results = self.llm.generate(requests, sampling, use_tqdm=False)

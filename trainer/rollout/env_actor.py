@@ -46,7 +46,7 @@ class EnvManagerActor:
         max_envs: episodes played at once; more calls wait for a free env.
         episode_timeout_s: an episode still running after this many seconds is cut.
         sampling: sampling parameters of every reply.
-        env_kwargs, max_turns, context, window, max_context_tokens, wrap: as
+        env_kwargs, max_turns, context, window, max_context_tokens, wrap, reply_prefix: as
             :class:`EnvManager`.
     """
 
@@ -65,6 +65,7 @@ class EnvManagerActor:
         window: int = 2,
         max_context_tokens: int = 4096,
         wrap: Callable[[gym.Env], gym.Env] | None = None,
+        reply_prefix: str = "",
     ) -> None:
         if isinstance(tokenizer, str):
             from trainer.models import load_tokenizer
@@ -82,6 +83,7 @@ class EnvManagerActor:
             sampling=sampling,
             max_context_tokens=max_context_tokens,
             wrap=wrap,
+            reply_prefix=reply_prefix,
         )
         self.replicas = list(generator) if isinstance(generator, (list, tuple)) else [generator]
         if not self.replicas:

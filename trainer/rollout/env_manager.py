@@ -45,6 +45,7 @@ import rollenv
 from rollenv.policies import Policy
 from rollenv.wrappers import ChatHistory
 from trainer.generation.base import GenerationOutput, Generator, SamplingParams
+from trainer.generation.stop_strings import cut_after_stop
 from trainer.rollout.chat_tokens import ChatTokens
 from trainer.rollout.deferred_rewards import DeferredRewards
 from trainer.rollout.trajectory import Sample, Trajectory, Turn
@@ -99,6 +100,11 @@ class EnvManager:
             ``defer_reward=True``; see :mod:`trainer.rollout.deferred_rewards`). An episode's
             request goes to the pool when it ends, and the manager generates on meanwhile;
             :meth:`rollout` returns once every reward is in.
+        reply_prefix: text that starts every reply: its tokens end each prompt (untrained),
+            and the env reads it before the generated text (``env.reply_prefix``).
+
+    A reply sampled with stop strings (``SamplingParams.stop``) reaches the env cut after the
+    first of them, as a server that stops on it returns it.
     """
 
     def __init__(
@@ -119,6 +125,7 @@ class EnvManager:
         schedule: Schedule = "lockstep",
         episodes_in_flight: int | None = None,
         reward_pool: RewardPool | None = None,
+        reply_prefix: str = "",
     ):
         if context not in ("full", "window"):
             raise ValueError(f"context must be 'full' or 'window', got {context!r}")
@@ -144,6 +151,10 @@ class EnvManager:
         self.sampling = sampling or SamplingParams(stop_token_ids=(tokenizer.eos_token_id,))
         self.max_context_tokens = max_context_tokens
         self.chat = ChatTokens(tokenizer)
+        self.reply_prefix = reply_prefix
+        self._prefix_tokens: list[int] = (
+            tokenizer.encode(reply_prefix, add_special_tokens=False) if reply_prefix else []
+        )
         self.wrap = wrap
         self.step_threads = step_threads
         self.schedule = schedule
@@ -176,6 +187,7 @@ class EnvManager:
             max_context_tokens=env.max_context_tokens,
             sampling=sampling,
             reward_pool=reward_pool,
+            reply_prefix=env.reply_prefix,
         )
 
     def make_env(self) -> gym.Env:
@@ -399,7 +411,7 @@ class EnvManager:
         trajectory.instruction, trajectory.first_observation = info.get("instruction", ""), obs
         episode = _Episode(env, trajectory, info["messages"], info["anchor"])
         if self.context == "full":
-            episode.tokens = self.chat.prompt(info["messages"])
+            episode.tokens = self.chat.prompt(info["messages"]) + self._prefix_tokens
             episode.loss_mask = [0] * len(episode.tokens)
             episode.logprobs = [0.0] * len(episode.tokens)
             episode.turn_of_token = [-1] * len(episode.tokens)
@@ -413,18 +425,23 @@ class EnvManager:
 
     def _policy_reply(self, policy: Policy, episode: _Episode) -> GenerationOutput:
         text = policy.act(episode.messages[-1]["content"], {"messages": episode.messages})
+        text = text.removeprefix(self.reply_prefix)  # the prompt already ends with it
         ids = self.tokenizer.encode(text, add_special_tokens=False) + [self.chat.end_of_turn_id]
         return GenerationOutput(token_ids=ids, logprobs=[0.0] * len(ids), finish_reason="stop")
 
     def _prompt(self, episode: _Episode) -> list[int]:
         if self.context == "full":
             return episode.tokens
-        return self.chat.prompt(episode.messages)
+        return self.chat.prompt(episode.messages) + self._prefix_tokens
 
     def _record(
         self, episode: _Episode, turn: int, prompt: list[int], output: GenerationOutput
     ) -> None:
-        reply = self.tokenizer.decode(output.token_ids, skip_special_tokens=True)
+        reply = self.reply_prefix + self.tokenizer.decode(
+            output.token_ids, skip_special_tokens=True
+        )
+        if self.sampling.stop:
+            reply = cut_after_stop(reply, self.sampling.stop)
         episode.trajectory.anchors_start.append(episode.anchor)
         obs, reward, terminated, truncated, info = episode.env.step(reply)
         episode.trajectory.turns.append(
@@ -460,8 +477,13 @@ class EnvManager:
             self._finish(episode, "terminated" if terminated else "truncated")
             return
         if self.context == "full":
-            ended = output.finish_reason == "stop"
-            following = self.chat.next_turn(episode.messages[-1]["content"], ended)
+            # a stop string ends the reply, not the turn: only the end-of-turn token closes it
+            ended = output.finish_reason == "stop" and (
+                not self.sampling.stop or output.token_ids[-1:] == [self.chat.end_of_turn_id]
+            )
+            following = (
+                self.chat.next_turn(episode.messages[-1]["content"], ended) + self._prefix_tokens
+            )
             if len(episode.tokens) + len(following) > self.max_context_tokens:
                 self._finish(episode, "context")
                 return

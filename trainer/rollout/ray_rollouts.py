@@ -105,6 +105,7 @@ class RayRollouts:
             context=env.context,
             window=env.window,
             max_context_tokens=env.max_context_tokens,
+            reply_prefix=env.reply_prefix,
         )
         self.scheduler = RolloutScheduler(
             self.env_actors,

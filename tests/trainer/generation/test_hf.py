@@ -163,6 +163,33 @@ def test_stop_token_ends_its_sequence_and_is_kept(generator, tiny):
     assert len({len(out.token_ids) for out in stopped}) > 1 or len(stop) == 1
 
 
+def test_a_stop_string_ends_the_reply_on_the_token_that_completes_it(generator, tiny):
+    _, tokenizer = tiny
+    free = generator.generate(PROMPTS, SamplingParams(max_new_tokens=12, temperature=0.0))
+    # a stop string per prompt: the text of its own greedy reply's tokens 2-4, which starts
+    # inside a token's text where it can; one string per prompt, all given to every prompt
+    texts = [tokenizer.decode(out.token_ids[:5]) for out in free]
+    starts = [len(tokenizer.decode(out.token_ids[:2])) for out in free]
+    stops = tuple({text[max(start - 1, 0) :] for text, start in zip(texts, starts, strict=True)})
+    assert all(stops)
+    stopped = generator.generate(
+        PROMPTS, SamplingParams(max_new_tokens=12, temperature=0.0, stop=stops)
+    )
+    for before, after in zip(free, stopped, strict=True):
+        # the first token whose text, with the reply before it, holds a stop string
+        end = next(
+            n
+            for n in range(1, len(before.token_ids) + 1)
+            if any(s in tokenizer.decode(before.token_ids[:n]) for s in stops)
+        )
+        assert end <= 5
+        assert after.token_ids == before.token_ids[:end]
+        assert after.logprobs == pytest.approx(before.logprobs[:end], abs=1e-5)
+        assert after.finish_reason == "stop"
+    with pytest.raises(ValueError, match="non-empty strings"):
+        generator.generate(PROMPTS, SamplingParams(max_new_tokens=2, stop=("",)))
+
+
 def test_eos_is_the_default_stop_token(generator, tiny):
     _, tokenizer = tiny
     eos = tokenizer.eos_token_id

@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from rollenv.policies import oracle_for
-from trainer.generation import HFGenerator, SamplingParams
+from trainer.generation import GenerationOutput, HFGenerator, SamplingParams
 from trainer.models import load_model
 from trainer.rollout.chat_tokens import ChatTokens
 from trainer.rollout.env_manager import EnvManager
@@ -205,3 +205,46 @@ def test_the_continuous_schedule_needs_a_stream(tiny):
         EnvManager("Sokoban-v0", tokenizer, HFGenerator(model, tokenizer), schedule="continuous")
     with pytest.raises(ValueError, match="'lockstep' or 'continuous'"):
         EnvManager("Sokoban-v0", tokenizer, None, schedule="async")
+
+
+class Scripted:
+    """A generator that replies with the same token ids to every prompt (and keeps them)."""
+
+    def __init__(self, token_ids):
+        self.token_ids = token_ids
+        self.prompts = []
+
+    def generate(self, prompts, params):
+        self.prompts += [list(p) for p in prompts]
+        return [GenerationOutput(list(self.token_ids), [-0.5] * len(self.token_ids), "stop")]
+
+
+@pytest.mark.parametrize("context", ["full", "window"])
+def test_a_reply_prefix_ends_each_prompt_and_starts_the_reply_the_env_reads(tiny, context):
+    _, tokenizer = tiny
+    prefix = tokenizer.encode("<answer>", add_special_tokens=False)
+    # what a generator stopped by "</answer>" returns: its last token may carry more text
+    generated = tokenizer.encode("3 + 4</answer>\nThat is all.", add_special_tokens=False)
+    generator = Scripted(generated)
+    sampling = SamplingParams(max_new_tokens=24, stop=("</answer>",))
+    manager = EnvManager(
+        "Countdown-v0", tokenizer, generator, group_size=1, max_turns=1, context=context,
+        sampling=sampling, reply_prefix="<answer>",
+    )  # fmt: skip
+    [trajectory] = manager.rollout(seeds=[0])
+    [prompt] = generator.prompts
+    assert prompt[-len(prefix) :] == prefix
+    assert tokenizer.decode(prompt).endswith("<|im_start|>assistant\n<answer>")
+    [turn] = trajectory.turns
+    assert turn.reply == "<answer>3 + 4</answer>"  # the prefix, then the text up to the stop
+    assert turn.metrics["action_is_valid"]  # strict: the text after the stop string is gone
+    [sample] = trajectory.samples
+    trained = [t for t, m in zip(sample.token_ids, sample.loss_mask, strict=True) if m]
+    assert trained == generated  # the prefix is prompt, never trained
+    assert sample.token_ids[: len(prompt)] == prompt
+    # without the prefix the same reply has no opening tag: not an answer
+    plain = EnvManager(
+        "Countdown-v0", tokenizer, Scripted(generated), group_size=1, max_turns=1,
+        context=context, sampling=sampling,
+    )  # fmt: skip
+    assert not plain.rollout(seeds=[0])[0].turns[0].metrics["action_is_valid"]
