@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 MATH_EXTRA = 'pip install "rollenv[math]"'
 DEFAULT_TASKS = ("basic_arithmetic", "gsm_symbolic", "chain_sum", "fraction_simplification", "gcd")
@@ -21,12 +24,16 @@ class MathProblem:
     source: str
 
 
-def generate(task: str, seed: int) -> MathProblem:
+def generate(task: str, seed: int, config: Mapping[str, Any] | None = None) -> MathProblem:
     """One problem of reasoning-gym's generator ``task``, fully determined by ``seed``.
+
+    ``config`` sets fields of the task's reasoning-gym configuration (its difficulty: for
+    ``chain_sum``, ``max_terms`` and ``max_digits``).
 
     Raises:
         ImportError: reasoning-gym is missing (the message names the extra to install).
-        ValueError: reasoning-gym has no task of that name.
+        ValueError: reasoning-gym has no task of that name, or its configuration no such field
+            (the message lists the fields it has).
 
     Example:
         >>> generate("basic_arithmetic", seed=1).question  # doctest: +SKIP
@@ -36,11 +43,32 @@ def generate(task: str, seed: int) -> MathProblem:
         import reasoning_gym
     except ImportError:
         raise ImportError(f"generated math problems need reasoning-gym: {MATH_EXTRA}") from None
+    check_task_config(task, config or {})
     try:
-        item = reasoning_gym.create_dataset(task, seed=seed, size=1)[0]
+        item = reasoning_gym.create_dataset(task, seed=seed, size=1, **(config or {}))[0]
     except (KeyError, ValueError) as error:
         raise ValueError(f"reasoning-gym has no task {task!r} ({error})") from None
     return MathProblem(str(item["question"]), str(item["answer"]), task)
+
+
+def check_task_config(task: str, config: Mapping[str, Any]) -> None:
+    """Raises ``ValueError`` naming the settings of reasoning-gym's ``task`` if ``config`` sets
+    one it does not have (or ``ImportError`` naming the extra, without reasoning-gym)."""
+    if not config:
+        return
+    try:
+        from reasoning_gym.factory import DATASETS
+    except ImportError:
+        raise ImportError(f"generated math problems need reasoning-gym: {MATH_EXTRA}") from None
+    if task not in DATASETS:
+        raise ValueError(f"reasoning-gym has no task {task!r}")
+    fields = {field.name for field in dataclasses.fields(DATASETS[task][1])} - {"seed", "size"}
+    unknown = sorted(set(config) - fields)
+    if unknown:
+        raise ValueError(
+            f"reasoning-gym's {task!r} has no setting {', '.join(unknown)}; its settings: "
+            f"{', '.join(sorted(fields))}"
+        )
 
 
 def final_answer_of_solution(solution: str) -> str:

@@ -19,11 +19,17 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from environments.code.env import clean_text
-from environments.math.data import DEFAULT_TASKS, MathProblem, generate, load_jsonl
+from environments.math.data import (
+    DEFAULT_TASKS,
+    MathProblem,
+    check_task_config,
+    generate,
+    load_jsonl,
+)
 from environments.math.verify import extract_answer, is_correct
 from rollenv.actions import AnswerFormat
 from rollenv.text_env import TextEnv
@@ -53,6 +59,8 @@ class MathEnv(TextEnv):
 
     Args:
         tasks: reasoning-gym task names; each reset picks one with the seed.
+        task_config: settings of a task's reasoning-gym configuration, by task name (its
+            difficulty), e.g. ``{"chain_sum": {"max_terms": 2, "max_digits": 2}}``.
         dataset: a GSM8K/MATH-style JSONL file, used instead of ``tasks``.
         problems: explicit problems, overriding both.
         max_tool_calls: Python runs allowed before answering (0 = single turn, no tool).
@@ -76,6 +84,7 @@ class MathEnv(TextEnv):
         self,
         tasks: Sequence[str] = DEFAULT_TASKS,
         *,
+        task_config: Mapping[str, Mapping[str, Any]] | None = None,
         dataset: str | None = None,
         problems: Sequence[MathProblem] | None = None,
         max_tool_calls: int = 0,
@@ -96,6 +105,14 @@ class MathEnv(TextEnv):
         if not tasks and dataset is None and problems is None:
             raise ValueError("give reasoning-gym tasks, a dataset file or problems")
         self.tasks = tuple(tasks)
+        self.task_config = {task: dict(config) for task, config in (task_config or {}).items()}
+        unknown = sorted(set(self.task_config) - set(self.tasks))
+        if unknown:
+            raise ValueError(
+                f"task_config names {unknown}, which are not among tasks {list(self.tasks)}"
+            )
+        for task, config in self.task_config.items():
+            check_task_config(task, config)
         self.dataset = dataset
         self._problems = tuple(problems) if problems is not None else None
         self.max_tool_calls = max_tool_calls
@@ -137,7 +154,8 @@ class MathEnv(TextEnv):
                 self._problems = load_jsonl(self.dataset)
             self.problem = self._problems[rng.randrange(len(self._problems))]
         else:
-            self.problem = generate(rng.choice(self.tasks), seed=rng.getrandbits(31))
+            task = rng.choice(self.tasks)
+            self.problem = generate(task, rng.getrandbits(31), self.task_config.get(task))
         self.tool_output = ""
         self.correct = False
 

@@ -229,4 +229,4 @@ def test_the_rl_only_presets_use_no_oracle(preset):
 
 
 def test_the_rl_only_presets_are_shipped():
-    assert {"sokoban-rl-only", "frozenlake-rl-only", "countdown-rl-only"} <= set(preset_names())
+    assert {"sokoban-rl-only", "frozenlake-rl-only", "math-rl-only"} <= set(preset_names())

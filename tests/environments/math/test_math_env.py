@@ -164,3 +164,33 @@ def test_property_answers_built_from_the_question_alone_earn_nothing(seed, data)
     reply = data.draw(task_ignoring_answers(env.unwrapped.problem.question))
     _, reward, _, _, info = env.step(reply)
     assert reward <= 0.0 and not info["metrics"]["success"], (obs, reply)
+
+
+def test_task_config_sets_the_reasoning_gym_difficulty():
+    easy = {
+        "basic_arithmetic": {
+            "max_terms": 2,
+            "max_digits": 1,
+            "operators": ["+"],
+            "allow_parentheses": False,
+            "allow_negation": False,
+        }
+    }
+    env = rollenv.make("MathVerify-v0", tasks=["basic_arithmetic"], task_config=easy)
+    for seed in range(20):
+        obs, _ = env.reset(seed=seed)
+        terms = re.fullmatch(r"Calculate (\d+) \+ (\d+)\.", obs)
+        assert terms is not None, obs
+        assert all(0 <= int(t) <= 10 for t in terms.groups())  # reasoning-gym: below 10**digits + 1
+        answer = int(terms[1]) + int(terms[2])
+        assert env.step(f"<answer>{answer}</answer>")[1] == 1.0
+    # the same seed gives the default configuration's problem without it
+    default = rollenv.make("MathVerify-v0", tasks=["basic_arithmetic"])
+    assert [default.reset(seed=s)[0] for s in range(5)] != [env.reset(seed=s)[0] for s in range(5)]
+
+
+def test_a_bad_task_config_names_what_is_wrong():
+    with pytest.raises(ValueError, match=r"not among tasks \['chain_sum'\]"):
+        rollenv.make("MathVerify-v0", tasks=["chain_sum"], task_config={"gcd": {}})
+    with pytest.raises(ValueError, match="no setting terms; its settings: .*max_terms"):
+        rollenv.make("MathVerify-v0", tasks=["chain_sum"], task_config={"chain_sum": {"terms": 2}})
