@@ -31,6 +31,10 @@ Run (from the repository root)::
     # RL alone from the base model, no oracle (about 1h10 with its evaluations):
     python benchmarks/learning_sokoban.py --arms "RL only" --eval-seeds 256 \
         --json benchmarks/results/learning_sokoban_rl_only.json
+    # the whole recipe once per training seed (train.seed 0, 1, 2), each margin, mean and spread;
+    # run again after an interruption, it goes on from the first seed not complete:
+    python benchmarks/learning_sokoban.py --seeds 3 --runs-dir runs/learning_sokoban_seeds \
+        --json benchmarks/results/learning_sokoban_seeds.json
     # the arms again (another recipe: --set ...) from an earlier run's SFT checkpoint,
     # its base and SFT points copied from that run's JSON (one command):
     python benchmarks/learning_sokoban.py --json new.json --png new.png
@@ -49,6 +53,7 @@ import ctypes
 import dataclasses
 import gc
 import json
+import statistics
 import subprocess
 import sys
 import time
@@ -339,6 +344,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         type=Path,
         help="the earlier run's JSON: its base and SFT points and SFT clock are reused",
     )
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        default=1,
+        help="run the whole protocol once per training seed 0..N-1 (train.seed), each in its "
+        "own process and runs folder (DIR/seed-K), then report every RL - SFT-only margin, "
+        "their mean and spread; a seed whose report is complete is not run again",
+    )
     # internal: one arm in its own process
     parser.add_argument("--run-arm", choices=ARMS, help=argparse.SUPPRESS)
     parser.add_argument("--sft-checkpoint", type=Path, help=argparse.SUPPRESS)
@@ -356,6 +369,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error(
             f"--from-sft {args.from_sft}: no model folder in it (a sft/checkpoints/step-N)"
         )
+    if args.seeds < 1:
+        parser.error(f"--seeds must be at least 1, got {args.seeds}")
+    if args.seeds > 1 and args.from_sft is not None:
+        parser.error("--seeds runs the warm start once per seed: it does not take --from-sft")
     if args.base_seeds is None:
         args.base_seeds = args.eval_seeds
     if args.quick:
@@ -524,10 +541,113 @@ def summary_rows(points: Sequence[dict[str, Any]]) -> list[list[str]]:
     return rows
 
 
+def seed_summary(reports: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Across the reports of one protocol run per training seed: each arm's final success and
+    each RL - SFT-only margin, per seed, with their mean, sample standard deviation and range.
+
+    Example:
+        >>> reports = [{"final_success": {"RL": 0.8, "SFT only": 0.7}},
+        ...            {"final_success": {"RL": 0.75, "SFT only": 0.72}}]
+        >>> summary = seed_summary(reports)
+        >>> [round(m, 2) for m in summary["rl_minus_sft_only"]["per_seed"]]
+        [0.1, 0.03]
+        >>> round(summary["rl_minus_sft_only"]["mean"], 3)
+        0.065
+    """
+
+    def spread(values: list[float]) -> dict[str, Any]:
+        return {
+            "per_seed": values,
+            "mean": statistics.fmean(values),
+            "stdev": statistics.stdev(values) if len(values) > 1 else 0.0,
+            "min": min(values),
+            "max": max(values),
+        }
+
+    arms = dict.fromkeys(arm for report in reports for arm in report["final_success"])
+    summary: dict[str, Any] = {
+        "final_success": {
+            arm: spread([report["final_success"][arm] for report in reports]) for arm in arms
+        }
+    }
+    if {"RL", "SFT only"} <= set(arms):
+        margins = [r["final_success"]["RL"] - r["final_success"]["SFT only"] for r in reports]
+        summary["rl_minus_sft_only"] = spread(margins)
+    return summary
+
+
+def run_seeds(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    """``--seeds N``: this script's run once per training seed, then the spread across seeds."""
+    reports = []
+    for seed in range(args.seeds):
+        path = args.runs_dir / f"seed-{seed}.json"
+        done = path.is_file() and "final_success" in json.loads(path.read_text())
+        if done:
+            print(f"seed {seed}: complete in {path}, not run again", flush=True)
+        else:
+            print(f"seed {seed} of {args.seeds}: train.seed={seed}", flush=True)
+            # later flags win: the seed's own folder, report, plot and train.seed
+            subprocess.run(
+                [
+                    sys.executable,
+                    str(Path(__file__).resolve()),
+                    *argv,
+                    "--seeds",
+                    "1",
+                    "--set",
+                    f"train.seed={seed}",
+                    "--runs-dir",
+                    str(args.runs_dir / f"seed-{seed}"),
+                    "--json",
+                    str(path),
+                    "--png",
+                    str(args.runs_dir / f"seed-{seed}.png"),
+                ],
+                check=True,
+            )
+        reports.append(json.loads(path.read_text()))
+    summary = seed_summary(reports)
+    finals = summary["final_success"]
+    rows = [
+        [str(seed), *(f"{report['final_success'][arm]:.1%}" for arm in finals)]
+        for seed, report in enumerate(reports)
+    ]
+    rows.append(["mean", *(f"{finals[arm]['mean']:.1%}" for arm in finals)])
+    rows.append(["stdev", *(f"{finals[arm]['stdev'] * 100:.1f} pt" for arm in finals)])
+    print_table(
+        ["train.seed", *finals],
+        rows,
+        f"Final greedy success on {args.eval_seeds} held-out seeds of {MAIN_ENV}, per seed",
+    )
+    if "rl_minus_sft_only" in summary:
+        margin = summary["rl_minus_sft_only"]
+        shown = ", ".join(f"{m * 100:+.1f}" for m in margin["per_seed"])
+        held = all(m >= GOAL_MARGIN for m in margin["per_seed"])
+        print(
+            f"  RL - SFT only per seed: {shown} points; mean {margin['mean'] * 100:+.1f}, "
+            f"stdev {margin['stdev'] * 100:.1f} (goal >= +5 on every seed): "
+            f"{'PASS' if held else 'FAIL'}"
+        )
+    write_report(
+        args.json,
+        {
+            "seeds": args.seeds,
+            "reports": [str(args.runs_dir / f"seed-{k}.json") for k in range(args.seeds)],
+            **summary,
+        },
+        Recorder.LIBRARIES,
+        announce=True,
+    )
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     if args.run_arm:
         return run_arm(args)
+    if args.seeds > 1:
+        return run_seeds(args, argv)
     config = load_config(args.preset, base_overrides(args))
     recorder = Recorder(
         args.json,
