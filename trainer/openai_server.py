@@ -17,12 +17,14 @@ Token in, token out, as vLLM does it: a completion request may send ``prompt`` a
 and ask for ``logprobs`` with ``return_tokens_as_token_ids: true``; each returned token is then
 ``"token_id:<id>"`` with its log-probability, so a client such as
 :class:`~trainer.generation.openai_client.OpenAIGenerator` gets exactly the sampled ids.
-``top_k`` and ``stop_token_ids`` are accepted as vLLM's extra parameters.
+``top_k``, ``stop_token_ids`` and ``include_stop_str_in_output`` are accepted as vLLM's extra
+parameters.
 
 ``stream: true`` answers with server-sent events, as the ``openai`` client's ``stream=True``
 reads them: a chunk as each piece of text is sampled, a last chunk with the finish reason, then
 ``data: [DONE]``. ``n`` samples several replies of one prompt; ``stop`` strings cut the reply
-before the first one. ``tools`` and ``top_logprobs`` are refused with a 400 that says so.
+before the first one (after it, with ``include_stop_str_in_output``). ``tools`` and
+``top_logprobs`` are refused with a 400 that says so.
 
 Example:
     >>> serve("tiny-random", port=8000)  # doctest: +SKIP
@@ -84,6 +86,7 @@ class _Request(BaseModel):
     stop: str | list[str] | None = None
     stop_token_ids: list[int] = []
     ignore_eos: bool = False  # vLLM's extra parameter: go on past the end-of-turn token
+    include_stop_str_in_output: bool = False  # vLLM's too: a reply keeps its stop string
     stream: bool = False
     stream_options: StreamOptions | None = None
     tools: list[Any] | None = None
@@ -223,7 +226,15 @@ def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) ->
             for index in range(request.n):
                 seed = None if request.seed is None else request.seed + index
                 served = engine.submit(prompt, replace(params, seed=seed))
-                choices.append(_Choice(index, served, ReplyText(tokenizer, request.stop_strings)))
+                choices.append(
+                    _Choice(
+                        index,
+                        served,
+                        ReplyText(
+                            tokenizer, request.stop_strings, request.include_stop_str_in_output
+                        ),
+                    )
+                )
         except (Draining, Busy) as refused:
             for choice in choices:
                 engine.abort(choice.served)

@@ -68,6 +68,22 @@ def test_openai_backend_gets_the_engines_exact_tokens_and_logprobs(served, local
         assert got.logprobs == pytest.approx(want.logprobs, abs=1e-4)
 
 
+def test_openai_backend_stops_at_a_stop_string_as_the_engine_does(served, local):
+    _, url = served
+    reference, tokenizer = local
+    free = reference.generate(PROMPTS, SamplingParams(max_new_tokens=10, temperature=0.0))
+    # the text of each greedy reply's tokens 2-3: most of them start inside a token
+    texts = [tokenizer.decode(out.token_ids[:4], skip_special_tokens=True) for out in free]
+    stops = tuple({text[2:] for text in texts} - {""})
+    params = SamplingParams(max_new_tokens=10, temperature=0.0, stop=stops)
+    remote = make_generator("openai", MODEL, tokenizer, base_url=url)
+    theirs, ours = remote.generate(PROMPTS, params), reference.generate(PROMPTS, params)
+    assert any(len(o.token_ids) < 10 for o in ours)  # some replies did stop early
+    for got, want in zip(theirs, ours, strict=True):
+        assert got.token_ids == want.token_ids  # the stop string's tokens kept, as in process
+        assert got.finish_reason == want.finish_reason
+
+
 def test_concurrent_requests_share_forward_passes(served, local):
     engine, url = served
     _, tokenizer = local

@@ -32,21 +32,26 @@ class StopStrings:
         tokenizer: the policy's tokenizer.
         strings: the stop strings (non-empty).
 
-    Only the reply's last tokens are decoded: a string of ``n`` characters spans at most ``n``
-    tokens, and a reply is checked after each token, so an earlier occurrence would already
-    have ended it.
+    The text is the reply's as the env and a server's client read it: decoded without special
+    tokens. Only its end is decoded: a reply is checked after each token, so an earlier
+    occurrence would already have ended it, and the last tokens whose text is as long as the
+    longest stop string (a token that decodes to nothing, a special one, adds none) suffice.
     """
 
     def __init__(self, tokenizer: Any, strings: Sequence[str]) -> None:
         check_stop_strings(strings)
         self.strings = tuple(strings)
         self._tokenizer = tokenizer
-        self._window = max(len(s) for s in self.strings) + 1
+        self._longest = max(len(s) for s in self.strings)
 
     def reached(self, tokens: Sequence[int]) -> bool:
         """Whether the text of ``tokens`` (a reply so far) holds one of the stop strings."""
-        tail = self._tokenizer.decode(list(tokens[-self._window :]), skip_special_tokens=False)
-        return any(s in tail for s in self.strings)
+        window = self._longest + 1
+        while True:
+            tail = self._tokenizer.decode(list(tokens[-window:]), skip_special_tokens=True)
+            if len(tail) > self._longest or window >= len(tokens):
+                return any(s in tail for s in self.strings)
+            window *= 2
 
 
 def check_stop_strings(strings: Sequence[str]) -> None:

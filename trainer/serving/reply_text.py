@@ -32,14 +32,19 @@ class ReplyText:
     Args:
         tokenizer: decodes the tokens (special tokens left out).
         stops: strings that end the reply before them.
+        keep_stop: end the reply after the stop string instead, keeping it and the token that
+            completed it (vLLM's ``include_stop_str_in_output``).
 
     Attributes:
         stopped: a stop string was found; the reply ends before it.
     """
 
-    def __init__(self, tokenizer: PreTrainedTokenizerBase, stops: list[str]) -> None:
+    def __init__(
+        self, tokenizer: PreTrainedTokenizerBase, stops: list[str], keep_stop: bool = False
+    ) -> None:
         self._tokenizer = tokenizer
         self._stops = [s for s in stops if s]
+        self._keep_stop = keep_stop
         self._hold = max((len(s) for s in self._stops), default=1) - 1
         self.token_ids: list[int] = []
         self.logprobs: list[float] = []
@@ -75,9 +80,10 @@ class ReplyText:
             searched_from = max(len(self._text) - self._hold, 0)
             self._text += piece
             self._text_after.append(len(self._text))
-            cut = self._first_stop(searched_from)
-            if cut is not None:
-                self._text = self._text[:cut]
+            found = self._first_stop(searched_from)
+            if found is not None:
+                start, stop = found
+                self._text = self._text[: start + len(stop) if self._keep_stop else start]
                 self.stopped = True
         else:  # its text comes with the next piece
             self._text_after.append(None)
@@ -89,21 +95,25 @@ class ReplyText:
         return self._take(len(self._text))
 
     def kept(self) -> tuple[list[int], list[float]]:
-        """The tokens (and log-probabilities) whose text lies wholly before the stop string:
-        all of them if none was found."""
+        """The tokens (and log-probabilities) whose text lies wholly before the stop string
+        (with ``keep_stop``: up to the one that completed it); all of them if none was found."""
         if not self.stopped:
             return self.token_ids, self.logprobs
         end, count = len(self._text), 0
         for i, after in enumerate(self._text_after):
             if after is None:  # no text of its own: it goes with the next token
                 continue
-            if after > end:
+            if after > end and not self._keep_stop:
                 break
             count = i + 1
+            if after >= end:
+                break
         return self.token_ids[:count], self.logprobs[:count]
 
-    def _first_stop(self, start: int) -> int | None:
-        found = [i for i in (self._text.find(s, start) for s in self._stops) if i >= 0]
+    def _first_stop(self, start: int) -> tuple[int, str] | None:
+        """Where the first stop string from ``start`` on begins, and which one it is."""
+        found = [(self._text.find(s, start), s) for s in self._stops]
+        found = [(index, s) for index, s in found if index >= 0]
         return min(found) if found else None
 
     def _take(self, end: int) -> str:

@@ -54,6 +54,26 @@ def test_a_stop_string_cuts_the_reply_before_it(tokenizer, text, stop, before):
     assert reply.add(ids[0], 0.0) == ""  # nothing after the stop
 
 
+@pytest.mark.parametrize(
+    ("text", "stop", "through"),
+    [
+        ("Push the box left, then up.", "then", "Push the box left, then"),
+        ("Push the box left, then up.", "x le", "Push the box le"),  # ends inside a token
+        ("<answer>Up</answer> and more", "</answer>", "<answer>Up</answer>"),
+    ],
+)
+def test_keep_stop_ends_the_reply_after_the_stop_string(tokenizer, text, stop, through):
+    ids = tokenizer.encode(text, add_special_tokens=False)
+    reply = ReplyText(tokenizer, stops=[stop], keep_stop=True)
+    sent = "".join(reply.add(token, 0.0) for token in ids)
+    assert reply.stopped
+    assert sent + reply.finish() == reply.text == through
+    kept, _ = reply.kept()
+    # up to the token that completed the stop string, as vLLM's include_stop_str_in_output
+    assert tokenizer.decode(kept).startswith(through)
+    assert not tokenizer.decode(kept[:-1]).startswith(through)
+
+
 def test_text_that_may_begin_a_stop_string_is_held_back(tokenizer):
     reply = ReplyText(tokenizer, stops=["STOP"])
     ids = tokenizer.encode("go ST", add_special_tokens=False)
