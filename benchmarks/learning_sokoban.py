@@ -35,6 +35,10 @@ Run (from the repository root)::
     # run again after an interruption, it goes on from the first seed not complete:
     python benchmarks/learning_sokoban.py --seeds 3 --runs-dir runs/learning_sokoban_seeds \
         --json benchmarks/results/learning_sokoban_seeds.json
+    # the same with one warm start (seed 0's) for every seed's arms, about 2 hours:
+    python benchmarks/learning_sokoban.py --seeds 3 --share-sft --eval-every-minutes 20 \
+        --runs-dir runs/learning_sokoban_seeds_shared_sft \
+        --json benchmarks/results/learning_sokoban_seeds_shared_sft.json
     # the arms again (another recipe: --set ...) from an earlier run's SFT checkpoint,
     # its base and SFT points copied from that run's JSON (one command):
     python benchmarks/learning_sokoban.py --json new.json --png new.png
@@ -352,6 +356,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "own process and runs folder (DIR/seed-K), then report every RL - SFT-only margin, "
         "their mean and spread; a seed whose report is complete is not run again",
     )
+    parser.add_argument(
+        "--share-sft",
+        action="store_true",
+        help="with --seeds: seed 0 runs the whole protocol, and every later seed runs the arms "
+        "from seed 0's SFT checkpoint (the seeds then vary RL and SFT-only, not the warm "
+        "start; about 40 minutes of SFT saved per seed)",
+    )
     # internal: one arm in its own process
     parser.add_argument("--run-arm", choices=ARMS, help=argparse.SUPPRESS)
     parser.add_argument("--sft-checkpoint", type=Path, help=argparse.SUPPRESS)
@@ -372,7 +383,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if args.seeds < 1:
         parser.error(f"--seeds must be at least 1, got {args.seeds}")
     if args.seeds > 1 and args.from_sft is not None:
-        parser.error("--seeds runs the warm start once per seed: it does not take --from-sft")
+        parser.error(
+            "--seeds runs the warm start once per seed: it does not take --from-sft "
+            "(--share-sft runs it once, on seed 0, for every seed)"
+        )
+    if args.share_sft and args.seeds < 2:
+        parser.error(
+            f"--share-sft shares seed 0's warm start with later seeds: needs --seeds 2 "
+            f"or more, got {args.seeds}"
+        )
     if args.base_seeds is None:
         args.base_seeds = args.eval_seeds
     if args.quick:
@@ -586,12 +605,21 @@ def run_seeds(args: argparse.Namespace, argv: Sequence[str]) -> int:
             print(f"seed {seed}: complete in {path}, not run again", flush=True)
         else:
             print(f"seed {seed} of {args.seeds}: train.seed={seed}", flush=True)
+            shared = []
+            if args.share_sft and seed > 0:
+                first = args.runs_dir / "seed-0.json"
+                shared = [
+                    "--from-sft",
+                    json.loads(first.read_text())["sft_checkpoint"],
+                    "--from-json",
+                    str(first),
+                ]
             # later flags win: the seed's own folder, report, plot and train.seed
             subprocess.run(
                 [
                     sys.executable,
                     str(Path(__file__).resolve()),
-                    *argv,
+                    *(flag for flag in argv if flag != "--share-sft"),
                     "--seeds",
                     "1",
                     "--set",
@@ -602,6 +630,7 @@ def run_seeds(args: argparse.Namespace, argv: Sequence[str]) -> int:
                     str(path),
                     "--png",
                     str(args.runs_dir / f"seed-{seed}.png"),
+                    *shared,
                 ],
                 check=True,
             )
@@ -632,6 +661,7 @@ def run_seeds(args: argparse.Namespace, argv: Sequence[str]) -> int:
         args.json,
         {
             "seeds": args.seeds,
+            "shared_sft": args.share_sft,
             "reports": [str(args.runs_dir / f"seed-{k}.json") for k in range(args.seeds)],
             **summary,
         },
@@ -679,6 +709,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         checkpoint, sft_clock, sft_success, base_and_sft_eval_seconds = run_sft(
             args, config, recorder
         )
+        recorder.header["sft_checkpoint"] = str(checkpoint)
         release_freed_memory()
 
     arm_files = {arm: args.runs_dir / f"arm-{arm.replace(' ', '-')}.json" for arm in args.arms}

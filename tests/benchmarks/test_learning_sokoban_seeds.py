@@ -47,3 +47,22 @@ def test_seeds_refuse_a_shared_warm_start(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "--seeds runs the warm start once per seed" in result.stderr
     assert "--seeds must be at least 1" in _run("--seeds", "0").stderr
+
+
+def test_shared_warm_start_needs_more_than_one_seed() -> None:
+    result = _run("--seeds", "1", "--share-sft")
+    assert result.returncode == 2
+    assert "--share-sft shares seed 0's warm start" in result.stderr
+
+
+def test_later_seeds_start_from_seed_0s_sft_checkpoint(tmp_path: Path) -> None:
+    """With --share-sft seed 1 runs the arms from the checkpoint seed 0's report names (here a
+    folder with no model in it, so the run stops at once, naming the folder it was given)."""
+    checkpoint = tmp_path / "seed-0" / "sft" / "checkpoints" / "step-7"
+    checkpoint.mkdir(parents=True)
+    report = {"points": [], "final_success": {"RL": 0.8, "SFT only": 0.7}}
+    report["sft_checkpoint"] = str(checkpoint)
+    (tmp_path / "seed-0.json").write_text(json.dumps(report))
+    result = _run("--quick", "--seeds", "2", "--share-sft", "--runs-dir", str(tmp_path))
+    assert result.returncode != 0
+    assert f"--from-sft {checkpoint}: no model folder in it" in result.stderr
