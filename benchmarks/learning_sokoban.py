@@ -608,12 +608,13 @@ def run_seeds(args: argparse.Namespace, argv: Sequence[str]) -> int:
             shared = []
             if args.share_sft and seed > 0:
                 first = args.runs_dir / "seed-0.json"
-                shared = [
-                    "--from-sft",
-                    json.loads(first.read_text())["sft_checkpoint"],
-                    "--from-json",
-                    str(first),
-                ]
+                checkpoint = json.loads(first.read_text()).get("sft_checkpoint")
+                if checkpoint is None:
+                    raise SystemExit(
+                        f"--share-sft: {first} names no sft_checkpoint (written by a run "
+                        "without one); move it away to run seed 0 again"
+                    )
+                shared = ["--from-sft", checkpoint, "--from-json", str(first)]
             # later flags win: the seed's own folder, report, plot and train.seed
             subprocess.run(
                 [

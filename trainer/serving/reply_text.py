@@ -95,19 +95,18 @@ class ReplyText:
         return self._take(len(self._text))
 
     def kept(self) -> tuple[list[int], list[float]]:
-        """The tokens (and log-probabilities) whose text lies wholly before the stop string
-        (with ``keep_stop``: up to the one that completed it); all of them if none was found."""
-        if not self.stopped:
+        """The tokens (and log-probabilities) whose text lies wholly before the stop string;
+        all of them if none was found, or with ``keep_stop`` (no token is added after the one
+        that completed the stop string)."""
+        if not self.stopped or self._keep_stop:
             return self.token_ids, self.logprobs
         end, count = len(self._text), 0
         for i, after in enumerate(self._text_after):
             if after is None:  # no text of its own: it goes with the next token
                 continue
-            if after > end and not self._keep_stop:
+            if after > end:
                 break
             count = i + 1
-            if after >= end:
-                break
         return self.token_ids[:count], self.logprobs[:count]
 
     def _first_stop(self, start: int) -> tuple[int, str] | None:
