@@ -2,7 +2,9 @@
 
 Rewards (as RAGEN and ROLL): ``-0.1`` per move, ``+1`` for pushing a box onto a target, ``-1``
 for pushing one off, ``+10`` when the last box lands; a reply with no valid action costs the
-format penalty (``-0.1``) and changes nothing.
+format penalty (``-0.1``) and changes nothing. ``progress_reward`` (off by default) adds
+potential-based shaping for RL without demonstrations: each move earns that much per push the
+box no longer needs and per step the player came closer to it (``progress.py``).
 
 Example:
     >>> env = SokobanEnv()
@@ -21,6 +23,7 @@ import random
 from typing import Any
 
 from environments.sokoban.generator import generate_puzzle
+from environments.sokoban.progress import potential, push_distances
 from environments.sokoban.puzzle import (
     ACTION_NAMES,
     DEFAULT_SYMBOLS,
@@ -52,6 +55,8 @@ class SokobanEnv(TextEnv):
             token for most tokenizers, so a column is a fixed number of tokens apart).
         format_penalty: reward of a reply with no valid action.
         step_reward, box_on_reward, box_off_reward, solved_reward: the reward scheme.
+        progress_reward: weight of the shaping term ``Phi(s') - Phi(s)``, where ``-Phi`` counts
+            the pushes the boxes still need plus the player's walk to a box (0: off).
         answer_format: overrides how actions are read from a reply (an ``AnswerFormat`` or its
             keyword arguments as a dict).
         render_mode: ``"ansi"`` or ``None``.
@@ -78,6 +83,7 @@ class SokobanEnv(TextEnv):
         box_on_reward: float = 1.0,
         box_off_reward: float = -1.0,
         solved_reward: float = 10.0,
+        progress_reward: float = 0.0,
         answer_format: AnswerFormat | dict[str, Any] | None = None,
         render_mode: str | None = None,
     ) -> None:
@@ -108,6 +114,7 @@ class SokobanEnv(TextEnv):
         self.box_on_reward = box_on_reward
         self.box_off_reward = box_off_reward
         self.solved_reward = solved_reward
+        self.progress_reward = progress_reward
         # fail on impossible settings now, not at the first reset
         generate_puzzle(
             random.Random(0),
@@ -161,6 +168,11 @@ class SokobanEnv(TextEnv):
         self._deltas = offsets(self.puzzle.width)
         self._boxes = list(self.puzzle.boxes)
         self._player = self.puzzle.player
+        self._push_distance = (
+            push_distances(self._walls, self.puzzle.targets, self.puzzle.width)
+            if self.progress_reward
+            else None
+        )
 
     def _reset_info(self) -> dict[str, Any]:
         return {"optimal_plan_length": self.optimal_plan_length}
@@ -175,6 +187,23 @@ class SokobanEnv(TextEnv):
         return _ACTION_BY_NAME.get(text.lower())
 
     def _apply(self, action: int) -> tuple[float, bool]:
+        if self._push_distance is None:
+            return self._move(action)
+        before = self._potential()
+        reward, effective = self._move(action)
+        return reward + self.progress_reward * (self._potential() - before), effective
+
+    def _potential(self) -> int:
+        return potential(
+            self._walls,
+            self._push_distance,
+            self._targets,
+            self._boxes,
+            self._player,
+            self.puzzle.width,
+        )
+
+    def _move(self, action: int) -> tuple[float, bool]:
         d = self._deltas[action]
         to = self._player + d
         reward = self.step_reward
