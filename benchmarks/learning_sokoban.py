@@ -419,6 +419,15 @@ def base_overrides(args: argparse.Namespace) -> list[str]:
     ]
 
 
+def main_config(args: argparse.Namespace) -> Config | None:
+    """``--preset`` with the overrides, for the base, SFT, RL and SFT-only arms; ``None`` when
+    ``RL only`` is the only arm, so overrides that only the RL-only preset accepts (such as
+    ``algorithm.score_actions_only``, which needs its constrained decoding) are not refused."""
+    if args.arms == ["RL only"] or args.run_arm == "RL only":
+        return None
+    return load_config(args.preset, base_overrides(args))
+
+
 def all_envs(args: argparse.Namespace, main_seeds: int) -> dict[str, int]:
     """SimpleSokoban on ``main_seeds`` seeds, the transfer envs on ``--transfer-seeds``."""
     return {MAIN_ENV: main_seeds, **dict.fromkeys(TRANSFER_ENVS, args.transfer_seeds)}
@@ -429,7 +438,7 @@ def run_arm(args: argparse.Namespace) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     arm, budget = args.run_arm, args.budget_minutes * 60
-    config = load_config(args.preset, base_overrides(args))
+    config = main_config(args)
     recorder = Recorder(args.json, {"arm": arm, "torch_threads": torch.get_num_threads()})
     clock = Stopwatch()
     clock.elapsed = args.clock_start
@@ -469,6 +478,7 @@ def run_arm(args: argparse.Namespace) -> int:
         )
         pipeline.metrics.close()
     else:
+        assert config is not None  # only the RL-only arm goes without the main preset
         sft = OracleSFT(
             config, metrics_dir=args.runs_dir / "sft-only", resume_from=args.sft_checkpoint
         )
@@ -679,13 +689,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_arm(args)
     if args.seeds > 1:
         return run_seeds(args, argv)
-    config = load_config(args.preset, base_overrides(args))
+    config = main_config(args)
     recorder = Recorder(
         args.json,
         {
             "preset": args.preset,
             "overrides": args.set,
-            "config": config.model_dump(),
+            "config": None if config is None else config.model_dump(),
             "budget_minutes": args.budget_minutes,
             "sft_minutes": args.sft_minutes,
             "eval_seeds": args.eval_seeds,

@@ -1,0 +1,51 @@
+"""``benchmarks/learning_sokoban.py --arms "RL only"`` builds only the RL-only preset, so an
+override that the main (SFT) preset refuses but the RL-only preset takes is accepted."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from trainer.config import ConfigError, load_config
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "learning_sokoban.py"
+ONLY_FOR_CONSTRAINED = "algorithm.score_actions_only=true"
+
+
+@pytest.fixture
+def script(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.syspath_prepend(str(SCRIPT.parent))  # its sibling modules, as when run as a script
+    spec = importlib.util.spec_from_file_location("learning_sokoban_script", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_main_preset_refuses_the_override_the_rl_only_preset_takes():
+    with pytest.raises(ConfigError, match="constrain_to_actions"):
+        load_config("sokoban", [ONLY_FOR_CONSTRAINED])
+    assert load_config("sokoban-rl-only", [ONLY_FOR_CONSTRAINED]).algorithm.score_actions_only
+
+
+def test_rl_only_alone_skips_the_main_preset(script, tmp_path):
+    args = script.parse_args(
+        ["--arms", "RL only", "--set", ONLY_FOR_CONSTRAINED, "--runs-dir", str(tmp_path)]
+    )
+    assert script.main_config(args) is None
+    arm = script.parse_args(
+        ["--run-arm", "RL only", "--set", ONLY_FOR_CONSTRAINED, "--runs-dir", str(tmp_path)]
+    )
+    assert script.main_config(arm) is None
+
+
+def test_any_other_arm_still_checks_the_overrides_against_the_main_preset(script, tmp_path):
+    both = ["--arms", "RL only", "SFT only", "--set", ONLY_FOR_CONSTRAINED]
+    args = script.parse_args([*both, "--runs-dir", str(tmp_path)])
+    with pytest.raises(ConfigError, match="constrain_to_actions"):
+        script.main_config(args)
+    plain = script.parse_args(["--runs-dir", str(tmp_path)])
+    assert script.main_config(plain).env.id == "SimpleSokoban-v0"
