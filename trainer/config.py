@@ -49,8 +49,14 @@ class LoraConfig(_Section):
 
 
 class ModelConfig(_Section):
+    """The policy: ``name`` (a known name or a Hugging Face folder), with LoRA adapters or
+    ``trainable_layers``: train only the last N decoder layers and the final norm, the
+    embeddings (and the LM head tied to them) and every earlier layer frozen, so the backward
+    pass stops at the first trained layer (``None``: train every weight)."""
+
     name: str = "smollm2-135m"
     lora: LoraConfig | None = None
+    trainable_layers: int | None = Field(None, gt=0)
 
 
 class MixMemberConfig(_Section):
@@ -358,6 +364,17 @@ class Config(_Section):
 
     @model_validator(mode="after")
     def _consistent(self) -> Config:
+        if self.model.trainable_layers is not None:
+            if self.model.lora is not None:
+                raise ValueError(
+                    "model.trainable_layers freezes whole layers and model.lora trains adapters "
+                    "only: set one of them"
+                )
+            if self.train.strategy != "torch":
+                raise ValueError(
+                    f"model.trainable_layers is only trained by train.strategy=torch (got "
+                    f"{self.train.strategy}): drop it, or use train.strategy=torch"
+                )
         if self.algorithm.name == "ppo" and self.env.context != "full":
             raise ValueError(
                 "algorithm.name=ppo trains a critic over whole episodes: set env.context=full"

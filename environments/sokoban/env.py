@@ -55,6 +55,9 @@ class SokobanEnv(TextEnv):
             token for most tokenizers, so a column is a fixed number of tokens apart).
         format_penalty: reward of a reply with no valid action.
         step_reward, box_on_reward, box_off_reward, solved_reward: the reward scheme.
+        blocked_move_reward: added to a move that changes nothing (into a wall, or a box that
+            cannot move); with shaping on, standing still earns 0 while exploring risks pushing
+            the box into a dead cell, so a small cost here keeps the policy moving.
         progress_reward: weight of the shaping term ``Phi(s') - Phi(s)``, where ``-Phi`` counts
             the pushes the boxes still need plus the player's walk to a box (0: off).
         answer_format: overrides how actions are read from a reply (an ``AnswerFormat`` or its
@@ -83,6 +86,7 @@ class SokobanEnv(TextEnv):
         box_on_reward: float = 1.0,
         box_off_reward: float = -1.0,
         solved_reward: float = 10.0,
+        blocked_move_reward: float = 0.0,
         progress_reward: float = 0.0,
         answer_format: AnswerFormat | dict[str, Any] | None = None,
         render_mode: str | None = None,
@@ -114,6 +118,7 @@ class SokobanEnv(TextEnv):
         self.box_on_reward = box_on_reward
         self.box_off_reward = box_off_reward
         self.solved_reward = solved_reward
+        self.blocked_move_reward = blocked_move_reward
         self.progress_reward = progress_reward
         # fail on impossible settings now, not at the first reset
         generate_puzzle(
@@ -208,12 +213,12 @@ class SokobanEnv(TextEnv):
         to = self._player + d
         reward = self.step_reward
         if self._walls[to]:
-            return reward, False
+            return reward + self.blocked_move_reward, False
         boxes = self._boxes
         if to in boxes:
             box_to = to + d
             if self._walls[box_to] or box_to in boxes:
-                return reward, False
+                return reward + self.blocked_move_reward, False
             boxes[boxes.index(to)] = box_to
             targets = self._targets
             if box_to in targets and to not in targets:

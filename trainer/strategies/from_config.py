@@ -68,6 +68,7 @@ def strategy_options(config: Config, *, lr: float | None = None) -> dict:
         "value_head": algorithm.name == "ppo",
         "reference": algorithm.kl_coef > 0,
         "activation_checkpointing": config.train.activation_checkpointing,
+        "trainable_layers": config.model.trainable_layers,
     }
 
 

@@ -21,6 +21,7 @@ from torch import nn
 from trainer.algorithms import aggregate_loss, kl_penalty, ppo_policy_loss, value_loss
 from trainer.batch import TokenBatch, micro_batches, pad_values
 from trainer.config import LoraConfig
+from trainer.strategies.frozen_layers import freeze_all_but_last_layers
 from trainer.strategies.logprobs import Layout, score_layout, sequence_logprobs
 from trainer.strategies.packing import checkpoint_layers, supports_packing
 
@@ -62,6 +63,8 @@ class TorchStrategy:
             (same results as padding, without computing padding); ``False`` always pads.
         activation_checkpointing: keep only each decoder layer's input in the forward pass and
             recompute the layer in the backward pass (less memory, about a third more time).
+        trainable_layers: train only the last N decoder layers and the final norm (see
+            :mod:`trainer.strategies.frozen_layers`); ``None`` trains every weight.
     """
 
     def __init__(
@@ -80,6 +83,7 @@ class TorchStrategy:
         reference: bool = False,
         packing: bool = True,
         activation_checkpointing: bool = False,
+        trainable_layers: int | None = None,
     ):
         self.pad_id = pad_id
         self.loss = loss or LossSettings()
@@ -103,6 +107,10 @@ class TorchStrategy:
                     task_type="CAUSAL_LM",
                 ),
             )
+        if trainable_layers is not None:
+            if lora is not None:
+                raise ValueError("trainable_layers and lora cannot be combined: set one of them")
+            freeze_all_but_last_layers(model, trainable_layers)
         self.model = model
         self.model.train()
         self.packing = packing and supports_packing(model)

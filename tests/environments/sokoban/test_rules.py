@@ -126,3 +126,13 @@ def test_cell_separator_draws_one_token_per_cell_and_plays_the_same_game():
     assert again == spaced_obs
     with pytest.raises(ValueError, match="cell_separator"):
         SokobanEnv(cell_separator="#")
+
+
+def test_blocked_move_reward_is_added_only_to_moves_that_change_nothing():
+    env = _env(blocked_move_reward=-0.5)
+    env.reset(options={"board": "######\n#PXX_#\n#_OO_#\n######"})
+    for move in ("Left", "Up", "Right"):  # a wall, a wall, two boxes in a row
+        _, reward, *_ = env.step(f"<answer>{move}</answer>")
+        assert reward == pytest.approx(-0.1 - 0.5)
+    _, reward, _, _, info = env.step("<answer>Down</answer>")
+    assert reward == pytest.approx(-0.1) and info["metrics"]["action_is_effective"]
