@@ -173,11 +173,11 @@ class SokobanEnv(TextEnv):
         self._deltas = offsets(self.puzzle.width)
         self._boxes = list(self.puzzle.boxes)
         self._player = self.puzzle.player
-        self._push_distance = (
-            push_distances(self._walls, self.puzzle.targets, self.puzzle.width)
-            if self.progress_reward
-            else None
-        )
+        self._push_distance = None
+        if self.progress_reward:
+            puzzle = self.puzzle
+            self._push_distance = push_distances(self._walls, puzzle.targets, puzzle.width)
+            self._last_potential = self._potential()
 
     def _reset_info(self) -> dict[str, Any]:
         return {"optimal_plan_length": self.optimal_plan_length}
@@ -192,11 +192,11 @@ class SokobanEnv(TextEnv):
         return _ACTION_BY_NAME.get(text.lower())
 
     def _apply(self, action: int) -> tuple[float, bool]:
-        if self._push_distance is None:
-            return self._move(action)
-        before = self._potential()
         reward, effective = self._move(action)
-        return reward + self.progress_reward * (self._potential() - before), effective
+        if self._push_distance is None or not effective:  # a blocked move leaves Phi as it was
+            return reward, effective
+        before, self._last_potential = self._last_potential, self._potential()
+        return reward + self.progress_reward * (self._last_potential - before), effective
 
     def _potential(self) -> int:
         return potential(

@@ -23,42 +23,17 @@ Example:
 
 from __future__ import annotations
 
-from collections import deque
-
-from environments.sokoban.puzzle import offsets
+from environments.sokoban.puzzle import offsets, pull_distances
 
 
 def push_distances(walls: bytes, targets: tuple[int, ...], width: int) -> list[int]:
-    """Fewest pushes that bring a lone box from each cell onto some target.
-
-    Found by pulling a box backwards from every target (the box at ``cell`` came from
-    ``cell - d``, pushed by a player standing at ``cell - 2d``). A cell from which no target can
-    be reached (a dead cell: a corner, or a wall with no target along it) gets one more than the
-    largest finite distance, so pushing a box there costs at least one step of progress.
+    """Fewest pushes that bring a lone box from each cell onto some target
+    (:func:`~environments.sokoban.puzzle.pull_distances`), with a dead cell given one more than
+    the largest finite distance, so pushing a box there costs at least one step of progress.
     """
-    unknown = -1
-    distance = [unknown] * len(walls)
-    queue = deque(targets)
-    for t in targets:
-        distance[t] = 0
-    while queue:
-        cell = queue.popleft()
-        for d in offsets(width):
-            box_from = cell - d
-            pusher = box_from - d
-            if (
-                0 <= pusher < len(walls)
-                and distance[box_from] == unknown
-                and not walls[box_from]
-                and not walls[pusher]
-            ):
-                distance[box_from] = distance[cell] + 1
-                queue.append(box_from)
-    dead = max(distance) + 1
-    return [
-        dead if x == unknown and not wall else max(x, 0)
-        for x, wall in zip(distance, walls, strict=True)
-    ]
+    distance = pull_distances(walls, targets, width)
+    dead = max(d for d in distance if d is not None) + 1
+    return [dead if d is None else d for d in distance]
 
 
 def walk_to_box(

@@ -6,6 +6,7 @@ outer ring of cells is always wall, so a neighbour of a non-wall cell is always 
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 
 ACTION_NAMES = ("Up", "Down", "Left", "Right")
@@ -96,22 +97,32 @@ class Puzzle:
         return "\n".join("".join(cells[r * width : (r + 1) * width]) for r in range(self.height))
 
 
+def pull_distances(walls: bytes, targets: tuple[int, ...], width: int) -> list[int | None]:
+    """Fewest pushes that bring a lone box from each cell onto some target; ``None`` where no
+    target can be reached (a dead cell: a corner, or a wall with no target along it).
+
+    Found by pulling a box backwards from every target, breadth first: a box at ``cell`` came
+    from ``cell - d``, pushed by a player standing at ``cell - 2d``.
+    """
+    distance: list[int | None] = [None] * len(walls)
+    queue = deque(targets)
+    for t in targets:
+        distance[t] = 0
+    while queue:
+        cell = queue.popleft()
+        for d in offsets(width):
+            box_from = cell - d  # a box here, pushed by d, lands on `cell`
+            pusher = box_from - d
+            if distance[box_from] is None and not walls[box_from] and not walls[pusher]:
+                distance[box_from] = distance[cell] + 1
+                queue.append(box_from)
+    return distance
+
+
 def live_cells(walls: bytes, targets: tuple[int, ...], width: int) -> bytearray:
     """Cells from which a lone box can still be pushed onto some target.
 
     A box on any other cell is dead (stuck in a corner or against a wall away from targets),
-    so the solver never pushes one there. Found by pulling a box backwards from every target.
+    so the solver never pushes one there.
     """
-    live = bytearray(len(walls))
-    stack = list(targets)
-    for t in targets:
-        live[t] = 1
-    while stack:
-        cell = stack.pop()
-        for d in offsets(width):
-            box_from = cell - d  # a box here, pushed by d, lands on `cell`
-            pusher = box_from - d
-            if not live[box_from] and not walls[box_from] and not walls[pusher]:
-                live[box_from] = 1
-                stack.append(box_from)
-    return live
+    return bytearray(d is not None for d in pull_distances(walls, targets, width))
