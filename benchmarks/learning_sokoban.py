@@ -143,9 +143,10 @@ class Evaluator:
         return cls(config, generator, tokenizer)
 
     def env_kwargs(self, env_id: str) -> dict[str, Any]:
-        """The preset's env kwargs for its own family; another family gets only its answer
-        format (a policy trained to reply with the bare word is evaluated on bare words)."""
-        kwargs = dict(self.config.env.kwargs)
+        """The preset's evaluation kwargs (``env.eval_kwargs`` over ``env.kwargs``) for its own
+        family; another family gets only its answer format (a policy trained to reply with the
+        bare word is evaluated on bare words)."""
+        kwargs = self.config.env.eval_make_kwargs
         same_family = (
             rollenv.spec(env_id).entry_point == rollenv.spec(self.config.env.id).entry_point
         )

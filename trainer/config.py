@@ -78,10 +78,16 @@ class EnvConfig(_Section):
     ``mix: {MathVerify-v0: 0.4, CodeSandbox-v0: 0.3, SimpleSokoban-v0: {ratio: 0.3, kwargs:
     {max_actions: 20}}}``. With a mix, ``id`` is left unset (it becomes ``Mixture-v0``) and
     ``kwargs`` empty.
+
+    ``eval_kwargs`` are laid over ``kwargs`` for the evaluation episodes only, as RAGEN and
+    verl-agent configure their train and validation envs apart: a curriculum can train on
+    short puzzles (``kwargs: {max_solution_length: 4}``) and still be measured on the env's
+    own distribution (``eval_kwargs: {max_solution_length: 10}``).
     """
 
     id: str = "Sokoban-v0"
     kwargs: dict[str, Any] = {}
+    eval_kwargs: dict[str, Any] = {}
     mix: dict[str, float | MixMemberConfig] | None = None
     group_size: int = Field(8, gt=0)
     groups_per_step: int = Field(4, gt=0)
@@ -120,11 +126,12 @@ class EnvConfig(_Section):
                     f"set it to {MIXTURE_ID} (got {self.id!r})"
                 )
             self.id = MIXTURE_ID
-            if self.kwargs:
-                raise ValueError(
-                    "env.kwargs belongs to env.id: with env.mix give a member's kwargs as "
-                    "env.mix.<id>: {ratio: r, kwargs: {...}}"
-                )
+            for name in ("kwargs", "eval_kwargs"):
+                if getattr(self, name):
+                    raise ValueError(
+                        f"env.{name} belongs to env.id: with env.mix give a member's kwargs as "
+                        "env.mix.<id>: {ratio: r, kwargs: {...}}"
+                    )
         return self
 
     @property
@@ -137,6 +144,12 @@ class EnvConfig(_Section):
             for env_id, value in self.mix.items()
         }
         return {"mix": mix}
+
+    @property
+    def eval_make_kwargs(self) -> dict[str, Any]:
+        """The ``rollenv.make`` kwargs of the evaluation episodes: ``eval_kwargs`` over
+        :attr:`make_kwargs`."""
+        return {**self.make_kwargs, **self.eval_kwargs}
 
 
 class SamplingConfig(_Section):
@@ -438,6 +451,11 @@ class Config(_Section):
             raise ValueError(
                 "algorithm.dynamic_sampling needs rollout.mode=local (the Ray rollouts do not "
                 "replace uniform groups yet)"
+            )
+        if self.env.eval_kwargs and self.rollout.mode != "local":
+            raise ValueError(
+                "env.eval_kwargs needs rollout.mode=local (on Ray, training and evaluation "
+                "episodes share the env-manager actors and their kwargs)"
             )
         if self.rewards.min_workers > self.rewards.max_workers:
             raise ValueError("rewards.min_workers is larger than rewards.max_workers")

@@ -21,12 +21,13 @@ __all__ = ["evaluate_model"]
 
 def evaluate_model(config: Config, episodes: int) -> dict[str, float]:
     """Plays ``episodes`` greedy episodes of ``config.model`` on seeds ``0 .. episodes - 1`` of
-    ``config.env``; returns ``rollout_metrics`` under ``eval/`` (success, return, valid...)."""
+    ``config.env``, made with its ``eval_kwargs``; returns ``rollout_metrics`` under ``eval/``
+    (success, return, valid...)."""
     model, tokenizer = load_model(config.model.name, seed=config.train.seed)
     device = resolve_device(config.train.device)
     model.to(device)
     generator = generator_for(config, model, tokenizer, device)
     greedy = replace(sampling_params(config, tokenizer), temperature=0.0)
-    manager = EnvManager.from_config(config, tokenizer, generator, 1, greedy)
+    manager = EnvManager.from_config(config, tokenizer, generator, 1, greedy, evaluation=True)
     seeds = list(range(episodes))
     return rollout_metrics(manager.rollout(seeds, group_ids=seeds), "eval")

@@ -242,7 +242,7 @@ class Pipeline:
             )
             self.eval_manager = EnvManager.from_config(
                 config, self.tokenizer, self.generator, 1, self.eval_sampling,
-                reward_pool=self.reward_pool,
+                reward_pool=self.reward_pool, evaluation=True,
             )  # fmt: skip
         self.step = 0
         self.metrics = MetricsLogger(self.run_dir, config.train.loggers, config.model_dump())

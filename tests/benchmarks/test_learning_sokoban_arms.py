@@ -49,3 +49,20 @@ def test_any_other_arm_still_checks_the_overrides_against_the_main_preset(script
         script.main_config(args)
     plain = script.parse_args(["--runs-dir", str(tmp_path)])
     assert script.main_config(plain).env.id == "SimpleSokoban-v0"
+
+
+def test_the_evaluator_plays_the_presets_eval_kwargs(script):
+    from types import SimpleNamespace
+
+    config = load_config(
+        "sokoban-rl-only",
+        ["env.kwargs.max_solution_length=4", "env.eval_kwargs={max_solution_length: 10}"],
+    )
+    evaluator = SimpleNamespace(config=config)  # env_kwargs reads only the config
+    own = script.Evaluator.env_kwargs(evaluator, "SimpleSokoban-v0")
+    assert own["max_solution_length"] == 10
+    assert own["cell_separator"] == config.env.kwargs["cell_separator"]
+    # another family gets the answer format only, as before
+    assert script.Evaluator.env_kwargs(evaluator, "FrozenLake-v0") == {
+        "answer_format": config.env.kwargs["answer_format"]
+    }

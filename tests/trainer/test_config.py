@@ -230,3 +230,35 @@ def test_the_rl_only_presets_use_no_oracle(preset):
 
 def test_the_rl_only_presets_are_shipped():
     assert {"sokoban-rl-only", "frozenlake-rl-only", "math-rl-only"} <= set(preset_names())
+
+
+def test_eval_kwargs_are_laid_over_the_training_kwargs_for_evaluation_only():
+    config = load_config(
+        "sokoban-rl-only",
+        ["env.kwargs.max_solution_length=4", "env.eval_kwargs={max_solution_length: 10}"],
+    )
+    assert config.env.make_kwargs["max_solution_length"] == 4
+    assert config.env.eval_make_kwargs["max_solution_length"] == 10
+    # everything else the training envs get, the evaluation envs get too
+    assert config.env.eval_make_kwargs["cell_separator"] == config.env.kwargs["cell_separator"]
+    plain = load_config("sokoban-rl-only").env
+    assert plain.eval_make_kwargs == plain.make_kwargs
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (
+            ["env.mix={FrozenLake-v0: 1}", "env.eval_kwargs={size: 3}"],
+            "env.eval_kwargs belongs to env.id",
+        ),
+        (
+            ["rollout.mode=ray", "env.eval_kwargs={max_solution_length: 10}"],
+            "env.eval_kwargs needs rollout.mode=local",
+        ),
+    ],
+)
+def test_eval_kwargs_are_refused_where_they_cannot_apply(overrides, message):
+    with pytest.raises(ConfigError, match=message) as excinfo:
+        load_config(None, overrides)
+    assert "\n" not in str(excinfo.value)

@@ -171,15 +171,18 @@ class EnvManager:
         group_size: int,
         sampling: SamplingParams | None = None,
         reward_pool: RewardPool | None = None,
+        *,
+        evaluation: bool = False,
     ) -> EnvManager:
         """The env manager ``config.env`` describes, playing ``group_size`` episodes a seed
-        (``generator`` ``None``: a policy given to ``rollout`` writes every reply)."""
+        (``generator`` ``None``: a policy given to ``rollout`` writes every reply);
+        ``evaluation`` makes its envs with ``env.eval_kwargs`` laid over ``env.kwargs``."""
         env = config.env
         return cls(
             env.id,
             tokenizer,
             generator,
-            env_kwargs=env.make_kwargs,
+            env_kwargs=env.eval_make_kwargs if evaluation else env.make_kwargs,
             group_size=group_size,
             max_turns=env.max_turns,
             context=env.context,
