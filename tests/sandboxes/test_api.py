@@ -45,10 +45,12 @@ def test_session_keeps_state_and_restarts_after_a_timeout(backend):
 
 def test_pool_runs_in_parallel_and_keeps_order(backend):
     # each program prints its index and when its sleep began and ended (the sandboxes read the
-    # host's clock): run side by side, every sleep begins before any ends, however slow the
-    # machine (a bound on the total time failed under CI's load: 1.65 s against 1.5)
+    # host's clock): run side by side, every sleep begins before any ends. A bound on the total
+    # time failed under CI's load (1.65 s against 1.5), and so did half-second sleeps: the last
+    # of four Docker sandboxes began its sleep 0.62 s after the first (CI, 2026-11-29), so each
+    # sleeps 2 s, longer than the sandboxes take to start one after another
     codes = [
-        f"import time\nt = time.time()\ntime.sleep(0.5)\nprint({i}, t, time.time())"
+        f"import time\nt = time.time()\ntime.sleep(2.0)\nprint({i}, t, time.time())"
         for i in range(4)
     ]
     with Pool(workers=4, backend=backend) as pool:
