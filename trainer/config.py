@@ -126,12 +126,17 @@ class EnvConfig(_Section):
                     f"set it to {MIXTURE_ID} (got {self.id!r})"
                 )
             self.id = MIXTURE_ID
-            for name in ("kwargs", "eval_kwargs"):
-                if getattr(self, name):
-                    raise ValueError(
-                        f"env.{name} belongs to env.id: with env.mix give a member's kwargs as "
-                        "env.mix.<id>: {ratio: r, kwargs: {...}}"
-                    )
+            if self.kwargs:
+                raise ValueError(
+                    "env.kwargs belongs to env.id: with env.mix give a member's kwargs as "
+                    "env.mix.<id>: {ratio: r, kwargs: {...}}"
+                )
+            if self.eval_kwargs:
+                raise ValueError(
+                    "env.eval_kwargs belongs to env.id: a mix is evaluated with its members' "
+                    "own kwargs (env.mix.<id>: {ratio: r, kwargs: {...}}), there are no "
+                    "evaluation-only ones"
+                )
         return self
 
     @property
