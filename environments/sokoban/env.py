@@ -22,6 +22,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from environments.sokoban.description import describe
 from environments.sokoban.generator import generate_puzzle
 from environments.sokoban.progress import potential, push_distances
 from environments.sokoban.puzzle import (
@@ -35,6 +36,8 @@ from environments.sokoban.solver import solve
 from rollenv.actions import AnswerFormat
 from rollenv.text_env import TextEnv
 
+#: what ``SokobanEnv(observation=...)`` may show: the board drawn, or told in words
+OBSERVATIONS = ("grid", "relative")
 _ACTION_BY_NAME = {name.lower(): index for index, name in enumerate(ACTION_NAMES)}
 
 
@@ -60,6 +63,9 @@ class SokobanEnv(TextEnv):
             the box into a dead cell, so a small cost here keeps the policy moving.
         progress_reward: weight of the shaping term ``Phi(s') - Phi(s)``, where ``-Phi`` counts
             the pushes the boxes still need plus the player's walk to a box (0: off).
+        observation: ``"grid"`` draws the board; ``"relative"`` tells it in words from the
+            player's point of view (``description.py``): the four neighbouring cells, each box's
+            offset from the player and its nearest free target's offset from the box.
         answer_format: overrides how actions are read from a reply (an ``AnswerFormat`` or its
             keyword arguments as a dict).
         render_mode: ``"ansi"`` or ``None``.
@@ -88,6 +94,7 @@ class SokobanEnv(TextEnv):
         solved_reward: float = 10.0,
         blocked_move_reward: float = 0.0,
         progress_reward: float = 0.0,
+        observation: str = "grid",
         answer_format: AnswerFormat | dict[str, Any] | None = None,
         render_mode: str | None = None,
     ) -> None:
@@ -102,6 +109,12 @@ class SokobanEnv(TextEnv):
                 f"symbols must be 7 distinct characters "
                 f"({', '.join(SYMBOL_MEANINGS)}), got {symbols!r}"
             )
+        if observation not in OBSERVATIONS:
+            raise ValueError(
+                f"observation must be one of {', '.join(map(repr, OBSERVATIONS))}, "
+                f"got {observation!r}"
+            )
+        self.observation = observation
         if "\n" in cell_separator or set(cell_separator) & set(symbols):
             raise ValueError(
                 f"cell_separator {cell_separator!r} may not contain a newline or a board symbol"
@@ -142,11 +155,19 @@ class SokobanEnv(TextEnv):
         return ACTION_NAMES
 
     def _write_instruction(self) -> str:
-        legend = ", ".join(f"{s} {m}" for s, m in zip(self.symbols, SYMBOL_MEANINGS, strict=True))
+        if self.observation == "relative":
+            view = (
+                "Each turn you are told what is one step Up, Down, Left and Right of you, where "
+                "the box is from you, and where its target is from the box."
+            )
+        else:
+            legend = ", ".join(
+                f"{s} {m}" for s, m in zip(self.symbols, SYMBOL_MEANINGS, strict=True)
+            )
+            view = f"Symbols: {legend}."
         return (
             "You are solving Sokoban. Push every box onto a target. You push a box by walking "
-            "into it; you cannot pull. "
-            f"Symbols: {legend}. Actions: Up, Down, Left, Right. "
+            f"into it; you cannot pull. {view} Actions: Up, Down, Left, Right. "
             f"{self.answer_format.describe()} Example: {self.answer_format.wrap('Left')}"
         )
 
@@ -183,6 +204,8 @@ class SokobanEnv(TextEnv):
         return {"optimal_plan_length": self.optimal_plan_length}
 
     def _observation(self) -> str:
+        if self.observation == "relative":
+            return describe(self.state)
         board = self.state.render(self.symbols)
         if not self.cell_separator:
             return board
