@@ -57,11 +57,12 @@ def test_the_env_shows_the_description_and_says_so_in_its_instruction():
 
 
 def test_the_same_seed_gives_the_same_boards_in_either_view():
-    grid, words = rollenv.make("SimpleSokoban-v0"), rollenv.make(
-        "SimpleSokoban-v0", observation="relative"
+    grid, words = (
+        rollenv.make("SimpleSokoban-v0"),
+        rollenv.make("SimpleSokoban-v0", observation="relative"),
     )
     for seed in range(5):
-        _, grid_info = grid.reset(seed=seed)
+        grid.reset(seed=seed)
         words_obs, _ = words.reset(seed=seed)
         assert grid.unwrapped.state == words.unwrapped.state
         assert words_obs == describe(grid.unwrapped.state)
