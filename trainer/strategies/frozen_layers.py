@@ -44,7 +44,7 @@ def freeze_all_but_last_layers(model: nn.Module, count: int) -> None:
     if not 0 < count <= len(layers):
         raise ValueError(
             f"model.trainable_layers={count}, but {type(model).__name__} has {len(layers)} "
-            f"decoder layers: choose 1 to {len(layers)}"
+            f"decoder layers: choose 1 to {len(layers)}, or null to train them all"
         )
     model.requires_grad_(False)
     layers[len(layers) - count :].requires_grad_(True)
