@@ -241,7 +241,8 @@ def test_eval_kwargs_are_laid_over_the_training_kwargs_for_evaluation_only():
     assert config.env.eval_make_kwargs["max_solution_length"] == 10
     # everything else the training envs get, the evaluation envs get too
     assert config.env.eval_make_kwargs["cell_separator"] == config.env.kwargs["cell_separator"]
-    plain = load_config("sokoban-rl-only").env
+    assert config.env.eval_make_kwargs["observation"] == config.env.kwargs["observation"]
+    plain = load_config("sokoban-rl-only", ["env.eval_kwargs={}"]).env
     assert plain.eval_make_kwargs == plain.make_kwargs
 
 
