@@ -16,7 +16,7 @@ Example:
 
 from __future__ import annotations
 
-from environments.sokoban.puzzle import ACTION_NAMES, Puzzle
+from environments.sokoban.puzzle import ACTION_NAMES, Puzzle, offsets
 
 
 def describe(puzzle: Puzzle) -> str:
@@ -25,7 +25,7 @@ def describe(puzzle: Puzzle) -> str:
     width = puzzle.width
     boxes, targets = set(puzzle.boxes), set(puzzle.targets)
     neighbours = []
-    for name, delta in zip(ACTION_NAMES, (-width, width, -1, 1), strict=True):
+    for name, delta in zip(ACTION_NAMES, offsets(width), strict=True):
         cell = puzzle.player + delta
         neighbours.append(f"{name}: {_cell_word(cell, puzzle.walls, boxes, targets)}.")
     lines = [" ".join(neighbours)]
