@@ -264,7 +264,10 @@ class TextEnv(gym.Env[str, str]):
         texts = self.answer_format.extract(reply)
         if texts is None:
             return None
-        actions = [self._parse_action(text) for text in texts]
-        if any(parsed is None for parsed in actions):
-            return None
+        actions = []
+        for text in texts:
+            parsed = self._parse_action(text)
+            if parsed is None:
+                return None
+            actions.append(parsed)
         return actions[: self.answer_format.max_actions]

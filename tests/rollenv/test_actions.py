@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rollenv.actions import AnswerFormat
 
@@ -66,3 +68,18 @@ def test_envs_take_an_answer_format_as_a_dict():
     assert info["metrics"]["action_is_valid"] is True
     with pytest.raises(ValueError, match="bad answer_format"):
         rollenv.make("FrozenLake-v0", answer_format={"tagg": None})
+
+
+# replies assembled from the pieces that decide a strict match: tags of both cases, a think
+# block, whitespace, a stray "<", text around
+_PIECES = ["<answer>", "</answer>", "<ANSWER>", "</Answer>", "<think>", "</think>", " ", "\n"]
+_PIECES += ["Up", "<", "a<b", "||", "x"]
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=7), st.sampled_from(["answer", "move"]))
+@settings(max_examples=400, deadline=None)
+def test_strict_reading_without_the_regex_agrees_with_the_regex(pieces, tag):
+    reply = "".join(pieces).replace("answer", tag).replace("ANSWER", tag.upper())
+    fmt = AnswerFormat(tag=tag)
+    match = fmt._pattern.fullmatch(reply)
+    assert fmt.answer_text(reply) == (match.group(1) if match else None)
