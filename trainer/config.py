@@ -457,11 +457,6 @@ class Config(_Section):
                 "algorithm.dynamic_sampling needs rollout.mode=local (the Ray rollouts do not "
                 "replace uniform groups yet)"
             )
-        if self.env.eval_kwargs and self.rollout.mode != "local":
-            raise ValueError(
-                "env.eval_kwargs needs rollout.mode=local (on Ray, training and evaluation "
-                "episodes share the env-manager actors and their kwargs)"
-            )
         if self.rewards.min_workers > self.rewards.max_workers:
             raise ValueError("rewards.min_workers is larger than rewards.max_workers")
         if self.rollout.mode == "local":

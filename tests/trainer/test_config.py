@@ -253,10 +253,6 @@ def test_eval_kwargs_are_laid_over_the_training_kwargs_for_evaluation_only():
             ["env.mix={FrozenLake-v0: 1}", "env.eval_kwargs={size: 3}"],
             "env.eval_kwargs belongs to env.id",
         ),
-        (
-            ["rollout.mode=ray", "env.eval_kwargs={max_solution_length: 10}"],
-            "env.eval_kwargs needs rollout.mode=local",
-        ),
     ],
 )
 def test_eval_kwargs_are_refused_where_they_cannot_apply(overrides, message):

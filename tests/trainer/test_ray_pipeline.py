@@ -141,3 +141,28 @@ def test_gpus_the_cluster_lacks_are_refused_before_any_actor_waits(
     assert "rollout.generator_gpus=0.5 put a train worker and a generator on one" in str(
         error.value
     )
+
+
+def test_on_ray_evaluation_plays_the_envs_of_eval_kwargs(tmp_path, local_ray):
+    # a lake whose start is walled in by holes: no evaluation episode can succeed, while the
+    # training lake stays the reachable 2x2 one
+    config = load_config(
+        None, [*BASE, f"train.output_dir={tmp_path}", "env.eval_kwargs={desc: [SH, HG]}"]
+    )
+    pipeline = Pipeline(config, log=None)
+    try:
+        rollouts = pipeline.rollouts
+        assert len(rollouts.eval_actors) == config.rollout.env_managers
+        evaluation = rollouts.evaluate(
+            [0, 1, 2], pipeline.eval_sampling, version=pipeline.step
+        )
+        walled = {t.first_observation for t in evaluation}
+        trained = {t.first_observation for t in rollouts.rollout(step=1, version=0)}
+        assert len(walled) == 1 and walled.isdisjoint(trained)
+        assert pipeline.evaluate()["eval/success"] == 0.0
+    finally:
+        pipeline.close()
+    # the evaluation actors were stopped with the rest
+    for actor in rollouts.eval_actors:
+        with pytest.raises(ray.exceptions.RayActorError):
+            ray.get(actor.get_stats.remote(), timeout=30)

@@ -6,7 +6,8 @@ The pipeline stays the single controller; this object owns the Ray side of it:
 * ``rollout.env_managers`` :class:`~trainer.rollout.env_actor.EnvManagerActor` actors with
   ``rollout.envs_per_manager`` envs each, placed by ``rollout.env_manager_resources``,
 * a :class:`~trainer.rollout.scheduler.RolloutScheduler` for training groups (redundancy,
-  timeouts, retries, staleness) and one for greedy evaluation episodes.
+  timeouts, retries, staleness) and one for greedy evaluation episodes (on actors of their own
+  when ``env.eval_kwargs`` makes the evaluation envs otherwise).
 
 Asynchronous training (``rollout.async_generation_ratio = k``): before step n collects its
 groups, the groups of steps n .. n+k are all started, under the weights of version n-1. So while
@@ -90,23 +91,31 @@ class RayRollouts:
             if settings.env_manager_resources
             else None
         )
-        self.env_actors = launch_env_managers(
-            settings.env_managers,
-            env.id,
-            tokenizer,
-            self.fleet.replicas,
-            num_cpus=settings.env_manager_cpus,
-            actor_options=placement,
-            max_envs=settings.envs_per_manager,
-            episode_timeout_s=settings.episode_timeout_s,
-            sampling=sampling,
-            env_kwargs={**env.make_kwargs, **({"defer_reward": True} if reward_pool else {})},
-            max_turns=env.max_turns,
-            context=env.context,
-            window=env.window,
-            max_context_tokens=env.max_context_tokens,
-            reply_prefix=env.reply_prefix,
-        )
+        deferred = {"defer_reward": True} if reward_pool else {}
+
+        def env_managers(env_kwargs: dict[str, Any]) -> list[Any]:
+            return launch_env_managers(
+                settings.env_managers,
+                env.id,
+                tokenizer,
+                self.fleet.replicas,
+                num_cpus=settings.env_manager_cpus,
+                actor_options=placement,
+                max_envs=settings.envs_per_manager,
+                episode_timeout_s=settings.episode_timeout_s,
+                sampling=sampling,
+                env_kwargs={**env_kwargs, **deferred},
+                max_turns=env.max_turns,
+                context=env.context,
+                window=env.window,
+                max_context_tokens=env.max_context_tokens,
+                reply_prefix=env.reply_prefix,
+            )
+
+        self.env_actors = env_managers(env.make_kwargs)
+        # evaluation envs made otherwise (env.eval_kwargs) get their own actors; else the
+        # training actors play the evaluation episodes between their groups
+        self.eval_actors = env_managers(env.eval_make_kwargs) if env.eval_kwargs else []
         self.scheduler = RolloutScheduler(
             self.env_actors,
             group_size=env.group_size,
@@ -116,7 +125,7 @@ class RayRollouts:
             reward_pool=reward_pool,
         )
         self.eval_scheduler = RolloutScheduler(
-            self.env_actors, group_size=1, max_retries=settings.max_retries,
+            self.eval_actors or self.env_actors, group_size=1, max_retries=settings.max_retries,
             reward_pool=reward_pool,
         )  # fmt: skip
         self._groups_submitted = 0
@@ -174,7 +183,7 @@ class RayRollouts:
 
         self.scheduler.cancel_all()
         self.eval_scheduler.cancel_all()
-        for actor in self.env_actors:
+        for actor in self.env_actors + self.eval_actors:
             ray.kill(actor, no_restart=True)
         self.fleet.shutdown()
         if self._started_ray:
