@@ -153,9 +153,7 @@ def test_on_ray_evaluation_plays_the_envs_of_eval_kwargs(tmp_path, local_ray):
     try:
         rollouts = pipeline.rollouts
         assert len(rollouts.eval_actors) == config.rollout.env_managers
-        evaluation = rollouts.evaluate(
-            [0, 1, 2], pipeline.eval_sampling, version=pipeline.step
-        )
+        evaluation = rollouts.evaluate([0, 1, 2], pipeline.eval_sampling, version=pipeline.step)
         walled = {t.first_observation for t in evaluation}
         trained = {t.first_observation for t in rollouts.rollout(step=1, version=0)}
         assert len(walled) == 1 and walled.isdisjoint(trained)
