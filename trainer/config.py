@@ -184,7 +184,8 @@ class AlgorithmConfig(_Section):
     starpo_s_keep: float | None = Field(None, gt=0.0, le=1.0)
     # leave out of the update every episode whose advantage is 0 on all its tokens (a group of
     # equal returns): it adds no gradient, only compute, and under token-mean it dilutes the
-    # informative tokens' step (DAPO's filter of uniform groups, without resampling)
+    # informative tokens' step (DAPO's filter of uniform groups, without resampling). With
+    # entropy_coef > 0 the entropy term then covers the kept episodes' replies only
     skip_zero_advantage: bool = False
     # ROLL's and DAPO's dynamic sampling: a group whose returns are all equal is dropped and
     # new groups (new prompts) are rolled out in its place, up to this many extra rounds a step
@@ -467,7 +468,6 @@ class Config(_Section):
         if self.algorithm.skip_zero_advantage:
             other_terms = {
                 "algorithm.name=ppo (its critic's loss)": self.algorithm.name == "ppo",
-                "algorithm.entropy_coef > 0": self.algorithm.entropy_coef > 0,
                 "algorithm.kl_coef > 0 with kl_mode=loss": self.algorithm.kl_coef > 0
                 and self.algorithm.kl_mode == "loss",
             }

@@ -58,7 +58,6 @@ def test_bad_values_name_the_field_and_what_is_allowed(override, message):
 @pytest.mark.parametrize(
     ("overrides", "term"),
     [
-        (["algorithm.entropy_coef=0.01"], "algorithm.entropy_coef > 0"),
         (["algorithm.kl_coef=0.1"], "algorithm.kl_coef > 0 with kl_mode=loss"),
         (["algorithm.name=ppo"], "algorithm.name=ppo"),
     ],

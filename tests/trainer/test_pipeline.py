@@ -105,6 +105,34 @@ def test_skipping_zero_advantages_still_trains_on_the_groups_that_differ(tmp_pat
     assert any(not torch.equal(before[n], after[n]) for n in before)
 
 
+def test_with_zero_advantages_skipped_the_entropy_term_moves_only_the_kept_episodes(tmp_path):
+    # all returns equal (one turn never reaches the goal): every episode is dropped, and the
+    # entropy term does not bring them back into an update
+    uniform = _pipeline(
+        tmp_path / "uniform",
+        "env.max_turns=1",
+        "algorithm.skip_zero_advantage=true",
+        "algorithm.entropy_coef=1.0",
+    )
+    before = _trainable(uniform)
+    assert uniform.train_step()["train/kept_episodes"] == 0.0
+    assert all(torch.equal(before[n], p) for n, p in _trainable(uniform).items())
+    # returns that differ: the kept episodes' update carries the entropy term
+    skip = ["algorithm.skip_zero_advantage=true"]
+    plain = _pipeline(tmp_path / "plain", *skip)
+    with_entropy = _pipeline(tmp_path / "entropy", *skip, "algorithm.entropy_coef=1.0")
+    plain_metrics, entropy_metrics = plain.train_step(), with_entropy.train_step()
+    assert 0.0 < entropy_metrics["train/kept_episodes"] < 1.0
+    assert entropy_metrics["train/kept_episodes"] == plain_metrics["train/kept_episodes"]
+    # the same episodes (same seed), a different loss: policy loss minus the entropy
+    assert entropy_metrics["policy/loss"] == pytest.approx(plain_metrics["policy/loss"])
+    assert entropy_metrics["loss"] == pytest.approx(
+        plain_metrics["loss"] - entropy_metrics["policy/entropy"], rel=1e-5
+    )
+    moved = _trainable(with_entropy)
+    assert any(not torch.equal(moved[n], p) for n, p in _trainable(plain).items())
+
+
 def test_dynamic_sampling_replaces_uniform_groups_with_new_prompts(tmp_path):
     pipeline = _pipeline(
         tmp_path,
