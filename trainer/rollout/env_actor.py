@@ -164,6 +164,18 @@ async def _cancel(task: asyncio.Future[Any]) -> None:
     await asyncio.gather(task, return_exceptions=True)
 
 
+def portable_tokenizer(tokenizer: Any) -> PortableTokenizer:
+    """``tokenizer`` (a name, a ``transformers`` fast tokenizer or a :class:`PortableTokenizer`)
+    as a :class:`PortableTokenizer`: converted once, it can start several sets of actors."""
+    if isinstance(tokenizer, PortableTokenizer):
+        return tokenizer
+    if isinstance(tokenizer, str):
+        from trainer.models import load_tokenizer
+
+        tokenizer = load_tokenizer(tokenizer)
+    return PortableTokenizer.from_hf(tokenizer)
+
+
 def launch_env_managers(
     count: int,
     env_id: str,
@@ -193,12 +205,7 @@ def launch_env_managers(
     """
     import ray
 
-    if not isinstance(tokenizer, PortableTokenizer):
-        if isinstance(tokenizer, str):
-            from trainer.models import load_tokenizer
-
-            tokenizer = load_tokenizer(tokenizer)
-        tokenizer = PortableTokenizer.from_hf(tokenizer)
+    tokenizer = portable_tokenizer(tokenizer)
     # The tokenizer (about 2 MB) goes through the object store. Ray frees an actor's
     # constructor arguments once the actor is up, and a restart would then fail to read them
     # (ray-project/ray#53727), so this driver keeps its own reference for the job's lifetime.
