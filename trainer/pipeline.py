@@ -52,6 +52,7 @@ from trainer.seeds import step_seeds
 from trainer.sft import WARM_START, WarmStartState, planned_sft_steps, supervised_warm_start
 from trainer.stop_request import RunStopped, StopRequest
 from trainer.strategies.from_config import build_strategy, resolve_device
+from trainer.strategies.frozen_layers import check_trainable_layers
 
 if TYPE_CHECKING:
     from trainer.rewards.pool import RewardPool
@@ -194,6 +195,7 @@ class Pipeline:
             self.reward_pool = self._start_reward_pool()
         device = resolve_device(config.train.device)
         check_generation_backend(config, device)  # before the warm start's minutes of SFT
+        check_trainable_layers(config.model.name, config.model.trainable_layers)
         model_name = self._warm_started_model(resume) if config.sft.before_rl else config.model.name
         self._log(f"Loading model {model_name}...")
         distributed = config.train.strategy != "torch"  # the train workers load their own

@@ -207,6 +207,31 @@ def test_a_gpu_engine_on_the_cpu_is_refused_in_one_line_before_any_model_loads(
     assert "Loading model" not in out + err
 
 
+@pytest.mark.parametrize(
+    ("env", "extra"),
+    [
+        ("sokoban-rl-only", []),  # the preset trains the top 10 of SmolLM2's 30 layers
+        ("sokoban", ["--set", "model.lora=null", "--set", "model.trainable_layers=3"]),
+    ],
+)
+def test_more_trainable_layers_than_the_model_has_are_refused_before_any_model_loads(
+    env: str, extra: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("torch")
+    args = ["train", "--env", env, "--model", "tiny-random", "--steps", "1"]
+    args += ["--output", str(tmp_path / "run"), *extra]
+
+    assert main(args) == 2
+
+    out, err = capsys.readouterr()
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1
+    assert lines[0].startswith("roll-agent: error: model.trainable_layers=")
+    assert "but tiny-random has 2 decoder layers: choose 1 to 2, or null" in lines[0]
+    assert "Loading model" not in out + err
+    assert not (tmp_path / "run" / "sft").exists()  # the warm start never began
+
+
 def test_envs_does_not_import_torch_or_ray() -> None:
     code = (
         "import sys; from trainer.cli import main; main(['envs']); "

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from torch import nn
 
-__all__ = ["decoder_layers", "freeze_all_but_last_layers"]
+__all__ = ["check_trainable_layers", "decoder_layers", "freeze_all_but_last_layers"]
 
 
 def decoder_layers(model: nn.Module) -> nn.ModuleList:
@@ -42,12 +42,41 @@ def freeze_all_but_last_layers(model: nn.Module, count: int) -> None:
     """
     layers = decoder_layers(model)
     if not 0 < count <= len(layers):
-        raise ValueError(
-            f"model.trainable_layers={count}, but {type(model).__name__} has {len(layers)} "
-            f"decoder layers: choose 1 to {len(layers)}, or null to train them all"
-        )
+        raise ValueError(_too_many_layers(count, type(model).__name__, len(layers)))
     model.requires_grad_(False)
     layers[len(layers) - count :].requires_grad_(True)
     norm = getattr(model.model, "norm", None)
     if isinstance(norm, nn.Module):
         norm.requires_grad_(True)
+
+
+def check_trainable_layers(model_name: str, count: int | None) -> None:
+    """Refuses ``model.trainable_layers`` above the model's layer count from its config alone,
+    before the weights load (and before a warm start's minutes of SFT). Where the config cannot
+    be read without the weights, :func:`freeze_all_but_last_layers` checks it at load time.
+
+    Raises:
+        ConfigError: ``count`` is more than the model's decoder layers.
+
+    Example:
+        >>> check_trainable_layers("tiny-random", 3)
+        Traceback (most recent call last):
+        ...
+        trainer.config.ConfigError: model.trainable_layers=3, but tiny-random has 2 decoder layers: choose 1 to 2, or null to train them all
+    """
+    if count is None:
+        return
+    from trainer.config import ConfigError
+    from trainer.models import model_config
+
+    hf_config = model_config(model_name)
+    layers = getattr(hf_config, "num_hidden_layers", None)
+    if isinstance(layers, int) and count > layers:
+        raise ConfigError(_too_many_layers(count, model_name, layers))
+
+
+def _too_many_layers(count: int, model: str, layers: int) -> str:
+    return (
+        f"model.trainable_layers={count}, but {model} has {layers} decoder layers: choose 1 to "
+        f"{layers}, or null to train them all"
+    )
