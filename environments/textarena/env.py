@@ -338,9 +338,8 @@ class TextArenaEnv(TextEnv):
             seat = self._game.state.current_player_id
             self._take_messages(seat)
             candidates = self._candidates(seat)
-            tries = self.opponent.moves(
-                seat, self._prompts.get(seat, ""), "\n".join(self._views.get(seat, [])), candidates
-            )
+            transcript = "\n".join(self._views.get(seat, []))
+            tries = self.opponent.moves(seat, self._prompts.get(seat, ""), transcript, candidates)
             tries = tries or [CHAT_REPLY]
             for index, move in enumerate(tries):
                 final = index == len(tries) - 1
@@ -372,7 +371,7 @@ class TextArenaEnv(TextEnv):
             messages = [m for m in messages if m[2] != "PROMPT"]
         if messages:
             self._recent[seat] = messages
-            if seat != self.agent_seat:  # an opponent's transcript (the LLM opponent reads it)
+            if seat != self.agent_seat and self.opponent.reads_transcript:
                 self._views.setdefault(seat, []).extend(self._line(*m) for m in messages)
         return messages
 

@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Iterable
@@ -132,9 +133,14 @@ def candidate_moves(recent_text: str, templates: Iterable[str], prompt: str) -> 
             reach = int(template.split(":")[1])
             candidates += board_moves(recent_text, prompt, reach, joiner)
         else:
-            candidates += [move for move in expand_template(template) if _within_reach(move)]
+            candidates += _template_moves(template)
     candidates += bracketed_tokens(prompt)
     return list(dict.fromkeys(candidates))
+
+
+@functools.cache  # a game's templates are constants: expanded once a process, not every turn
+def _template_moves(template: str) -> tuple[str, ...]:
+    return tuple(move for move in expand_template(template) if _within_reach(move))
 
 
 def _within_reach(move: str) -> bool:

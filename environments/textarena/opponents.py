@@ -35,6 +35,9 @@ OPPONENT_FORMS = (
 class Opponent(Protocol):
     """What plays the seats the agent does not."""
 
+    #: whether ``moves`` reads its seat's transcript (the env only writes one for those that do)
+    reads_transcript: bool
+
     def reset(self, seed: int) -> None:
         """Starts an episode; every choice of the episode follows from ``seed``."""
 
@@ -44,6 +47,8 @@ class Opponent(Protocol):
 
 class RandomOpponent:
     """Tries the candidate moves in a random order (at most ``max_tries`` of them)."""
+
+    reads_transcript = False
 
     def __init__(self, max_tries: int = 200) -> None:
         self.max_tries = max_tries
@@ -65,6 +70,8 @@ class OpenAIOpponent:
         timeout: seconds per request.
         max_tokens: the reply's length cap.
     """
+
+    reads_transcript = True
 
     def __init__(
         self, base_url: str, model: str, timeout: float = 60.0, max_tokens: int = 256
