@@ -11,6 +11,7 @@ torch = pytest.importorskip("torch")
 from tests.trainer.two_by_two_lake import TWO_BY_TWO_LAKE  # noqa: E402
 from trainer.config import ConfigError, load_config  # noqa: E402
 from trainer.pipeline import Pipeline  # noqa: E402
+from trainer.rollout.portable_tokenizer import PortableTokenizer  # noqa: E402
 
 BASE = [
     *TWO_BY_TWO_LAKE,
@@ -143,16 +144,22 @@ def test_gpus_the_cluster_lacks_are_refused_before_any_actor_waits(
     )
 
 
-def test_on_ray_evaluation_plays_the_envs_of_eval_kwargs(tmp_path, local_ray):
+def test_on_ray_evaluation_plays_the_envs_of_eval_kwargs(tmp_path, local_ray, monkeypatch):
     # a lake whose start is walled in by holes: no evaluation episode can succeed, while the
     # training lake stays the reachable 2x2 one
     config = load_config(
         None, [*BASE, f"train.output_dir={tmp_path}", "env.eval_kwargs={desc: [SH, HG]}"]
     )
+    stored, put = [], ray.put
+    monkeypatch.setattr(
+        ray, "put", lambda value, **kw: stored.append(type(value)) or put(value, **kw)
+    )
     pipeline = Pipeline(config, log=None)
     try:
         rollouts = pipeline.rollouts
         assert len(rollouts.eval_actors) == config.rollout.env_managers
+        # both sets of actors read one copy of the tokenizer from the object store
+        assert stored.count(PortableTokenizer) == 1
         evaluation = rollouts.evaluate([0, 1, 2], pipeline.eval_sampling, version=pipeline.step)
         walled = {t.first_observation for t in evaluation}
         trained = {t.first_observation for t in rollouts.rollout(step=1, version=0)}

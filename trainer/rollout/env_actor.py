@@ -176,6 +176,19 @@ def portable_tokenizer(tokenizer: Any) -> PortableTokenizer:
     return PortableTokenizer.from_hf(tokenizer)
 
 
+def shared_tokenizer(tokenizer: Any) -> Any:
+    """``tokenizer`` (as :func:`portable_tokenizer` takes it) in the Ray object store, once: the
+    reference can start several sets of actors, which then share one copy (about 2 MB).
+
+    Ray frees an actor's constructor arguments once the actor is up, and a restart would then
+    fail to read them (ray-project/ray#53727), so this driver keeps the reference for the
+    job's lifetime.
+    """
+    import ray
+
+    return _pinned(ray.put(portable_tokenizer(tokenizer)))
+
+
 def launch_env_managers(
     count: int,
     env_id: str,
@@ -196,20 +209,18 @@ def launch_env_managers(
     Args:
         count: actors to start.
         env_id, generator, **options: as :class:`EnvManagerActor`.
-        tokenizer: a tokenizer name, a ``transformers`` fast tokenizer or a
-            :class:`PortableTokenizer`; the actors get the portable copy, so they never
-            import torch.
+        tokenizer: a tokenizer name, a ``transformers`` fast tokenizer, a
+            :class:`PortableTokenizer`, or the reference :func:`shared_tokenizer` returned
+            (to start several sets of actors from one copy); the actors get the portable
+            copy, so they never import torch.
         num_cpus: Ray CPUs each actor reserves (fractional: env actors mostly wait).
         actor_options: more Ray actor options, e.g. ``{"resources": {"env_node": 0.1}}`` or a
             ``scheduling_strategy`` to place the actors on chosen nodes.
     """
     import ray
 
-    tokenizer = portable_tokenizer(tokenizer)
-    # The tokenizer (about 2 MB) goes through the object store. Ray frees an actor's
-    # constructor arguments once the actor is up, and a restart would then fail to read them
-    # (ray-project/ray#53727), so this driver keeps its own reference for the job's lifetime.
-    tokenizer_ref = _pinned(ray.put(tokenizer))
+    shared = isinstance(tokenizer, ray.ObjectRef)
+    tokenizer_ref = tokenizer if shared else shared_tokenizer(tokenizer)
     remote = ray.remote(num_cpus=num_cpus, max_restarts=-1, max_task_retries=-1)(EnvManagerActor)
     remote = remote.options(**(actor_options or {}))
     return [remote.remote(env_id, tokenizer_ref, generator, **options) for _ in range(count)]

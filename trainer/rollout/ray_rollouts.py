@@ -30,7 +30,7 @@ from trainer.cluster_gpus import check_gpus, generator_demand
 from trainer.config import Config
 from trainer.generation.base import SamplingParams
 from trainer.generation.fleet import GeneratorFleet
-from trainer.rollout.env_actor import launch_env_managers, portable_tokenizer
+from trainer.rollout.env_actor import launch_env_managers, shared_tokenizer
 from trainer.rollout.scheduler import RolloutScheduler
 from trainer.rollout.trajectory import Trajectory
 from trainer.seeds import step_seeds
@@ -92,8 +92,8 @@ class RayRollouts:
             else None
         )
         deferred = {"defer_reward": True} if reward_pool else {}
-        # the training and the evaluation actors start from one conversion of the tokenizer
-        tokenizer = portable_tokenizer(tokenizer)
+        # the training and the evaluation actors start from one copy of the tokenizer
+        tokenizer = shared_tokenizer(tokenizer)
 
         def env_managers(env_kwargs: dict[str, Any]) -> list[Any]:
             return launch_env_managers(
