@@ -41,6 +41,7 @@ from trainer.run_view import Phase, PlainRunView, RunView
 from trainer.seeds import step_seeds
 from trainer.stop_request import StopRequest
 from trainer.strategies.from_config import build_strategy, resolve_device
+from trainer.strategies.frozen_layers import check_trainable_layers
 
 WARM_START = "warm start"
 STATE_FILE = "sft_state.json"
@@ -111,6 +112,7 @@ class OracleSFT:
         self.view = view or PlainRunView([Phase(WARM_START, planned_sft_steps(config))], write=log)
         self.log = self.view.message
         torch.manual_seed(config.train.seed)
+        check_trainable_layers(config.model.name, config.model.trainable_layers)
         self.log(f"Loading model {config.model.name}...")
         if config.train.strategy == "torch":
             model, self.tokenizer = load_model(config.model.name, seed=config.train.seed)

@@ -208,17 +208,23 @@ def test_a_gpu_engine_on_the_cpu_is_refused_in_one_line_before_any_model_loads(
 
 
 @pytest.mark.parametrize(
-    ("env", "extra"),
+    ("command", "env", "extra"),
     [
-        ("sokoban-rl-only", []),  # the preset trains the top 10 of SmolLM2's 30 layers
-        ("sokoban", ["--set", "model.lora=null", "--set", "model.trainable_layers=3"]),
+        ("train", "sokoban-rl-only", []),  # the preset trains the top 10 of SmolLM2's 30 layers
+        ("train", "sokoban", ["--set", "model.lora=null", "--set", "model.trainable_layers=3"]),
+        ("sft", "sokoban", ["--set", "model.lora=null", "--set", "model.trainable_layers=3"]),
     ],
 )
 def test_more_trainable_layers_than_the_model_has_are_refused_before_any_model_loads(
-    env: str, extra: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    command: str,
+    env: str,
+    extra: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     pytest.importorskip("torch")
-    args = ["train", "--env", env, "--model", "tiny-random", "--steps", "1"]
+    args = [command, "--env", env, "--model", "tiny-random"]
+    args += ["--steps", "1"] if command == "train" else []
     args += ["--output", str(tmp_path / "run"), *extra]
 
     assert main(args) == 2
