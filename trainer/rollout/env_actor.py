@@ -166,7 +166,7 @@ async def _cancel(task: asyncio.Future[Any]) -> None:
 
 def portable_tokenizer(tokenizer: Any) -> PortableTokenizer:
     """``tokenizer`` (a name, a ``transformers`` fast tokenizer or a :class:`PortableTokenizer`)
-    as a :class:`PortableTokenizer`: converted once, it can start several sets of actors."""
+    as a :class:`PortableTokenizer`, which actors can load without torch."""
     if isinstance(tokenizer, PortableTokenizer):
         return tokenizer
     if isinstance(tokenizer, str):
@@ -219,11 +219,10 @@ def launch_env_managers(
     """
     import ray
 
-    shared = isinstance(tokenizer, ray.ObjectRef)
-    tokenizer_ref = tokenizer if shared else shared_tokenizer(tokenizer)
+    shared = tokenizer if isinstance(tokenizer, ray.ObjectRef) else shared_tokenizer(tokenizer)
     remote = ray.remote(num_cpus=num_cpus, max_restarts=-1, max_task_retries=-1)(EnvManagerActor)
     remote = remote.options(**(actor_options or {}))
-    return [remote.remote(env_id, tokenizer_ref, generator, **options) for _ in range(count)]
+    return [remote.remote(env_id, shared, generator, **options) for _ in range(count)]
 
 
 _PINNED: dict[str, list[Any]] = {}  # Ray job id -> object references kept alive in it
