@@ -32,6 +32,8 @@ strategy that cannot run is left out with the reason)::
     RAY_AUTH_MODE=disabled python benchmarks/train_scale.py --quick   # tiny-random, ~1.5 min
     RAY_AUTH_MODE=disabled python benchmarks/train_scale.py --return-freed-memory \
         --json benchmarks/results/train_scale_freed_memory.json  # train.return_freed_memory
+    RAY_AUTH_MODE=disabled python benchmarks/train_scale.py --allocator jemalloc \
+        --json benchmarks/results/train_scale_jemalloc.json  # train.allocator=jemalloc
 
 It prints the table, the issue's goals for x2 (per-worker peak memory <= 60% of x1's at >=
 0.7x its tokens/s; PASS/FAIL, informational) and writes every raw number to JSON (``--json``).
@@ -93,13 +95,17 @@ def build_batch(args: argparse.Namespace, vocab: int):
 class SingleProcess:
     """torch x1 as a Ray actor, measured the way ``TrainWorker`` measures a group's worker."""
 
-    def __init__(self, model_name: str, options: dict, threads: int, return_freed: bool):
+    def __init__(
+        self, model_name: str, options: dict, threads: int, return_freed: bool, allocator: str
+    ):
         import torch
 
         from trainer.models import load_model
+        from trainer.strategies.allocator import check_loaded
         from trainer.strategies.host_memory import return_freed_tensors_to_os
         from trainer.strategies.torch_strategy import TorchStrategy
 
+        check_loaded(allocator, "torch x1's actor")  # as each train worker checks its own
         torch.set_num_threads(threads)
         if return_freed:  # as build_strategy does for train.return_freed_memory
             return_freed_tensors_to_os()
@@ -124,13 +130,16 @@ class SingleProcess:
 class Single:
     """torch x1 behind the calls this benchmark makes of a ``RayStrategy`` (its ``group``)."""
 
-    def __init__(self, model_name: str, options: dict, return_freed: bool):
+    def __init__(self, model_name: str, options: dict, return_freed: bool, allocator: str):
         import ray
 
+        from trainer.strategies.allocator import allocator_env_vars
+
+        env_vars = {"OMP_NUM_THREADS": str(CORES), **allocator_env_vars(allocator)}
         actor = ray.remote(SingleProcess).options(
-            num_cpus=CORES, runtime_env={"env_vars": {"OMP_NUM_THREADS": str(CORES)}}
+            num_cpus=CORES, runtime_env={"env_vars": env_vars}
         )
-        self.actor = actor.remote(model_name, options, CORES, return_freed)
+        self.actor = actor.remote(model_name, options, CORES, return_freed, allocator)
         self.group = self  # RayStrategy.group.call(...) -> Single.call(...)
 
     def call(self, method: str, *args, **kwargs) -> list:
@@ -161,9 +170,11 @@ def started(label: str, args: argparse.Namespace, options: dict):
 
     clock = time.perf_counter()
     if kind == "torch":
-        strategy = Single(args.model, options, args.return_freed_memory)
+        strategy = Single(args.model, options, args.return_freed_memory, args.allocator)
     else:
-        spec = WorkerSpec(kind, args.model, 0, "cpu", {**options, **own}, args.return_freed_memory)
+        spec = WorkerSpec(
+            kind, args.model, 0, "cpu", {**options, **own}, args.return_freed_memory, args.allocator
+        )
         strategy = RayStrategy(spec, workers=workers, cpus=CORES // workers)
     strategy.group.call("peak_memory")  # waits for the workers' setup
     return strategy, {"label": label, "setup_s": time.perf_counter() - clock, "seconds": []}
@@ -304,6 +315,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="every process returns freed tensors of 1 MiB or more to the OS at once "
         "(train.return_freed_memory: less peak memory, slower steps)",
     )
+    parser.add_argument(
+        "--allocator",
+        choices=["default", "jemalloc"],
+        default="default",
+        help="every process's C allocator (train.allocator; jemalloc: LD_PRELOAD in each Ray "
+        "actor's runtime_env, after apt-get install libjemalloc2)",
+    )
     defaults = {"sequences": 8, "length": 256, "micro_batch_tokens": 2048, "steps": 3}
     args = parse_batch_arguments(
         parser, argv, labels=list(STRATEGIES), defaults=defaults, json_name="train_scale.json"
@@ -348,7 +366,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         [[cell(r) for cell in COLUMNS.values()] for r in results],
         f"One policy update: {args.model}, {args.sequences} x {args.length} tokens"
         + (", activation checkpointing" if args.activation_checkpointing else "")
-        + (", freed memory returned (1 MiB threshold)" if args.return_freed_memory else ""),
+        + (", freed memory returned (1 MiB threshold)" if args.return_freed_memory else "")
+        + (f", allocator {args.allocator}" if args.allocator != "default" else ""),
     )
     print(
         f"tokens/s counts all {args.sequences * args.length} tokens of the batch (loss on the "

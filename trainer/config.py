@@ -318,6 +318,10 @@ class TrainConfig(_Section):
     # every training process returns freed tensors of 1 MiB or more to the OS at once (glibc's
     # mmap threshold, fixed): less peak memory, slower steps (trainer.strategies.host_memory)
     return_freed_memory: bool = False
+    # the train workers' C allocator: jemalloc (LD_PRELOAD in each worker's runtime_env) keeps
+    # less freed memory resident than glibc (trainer.strategies.allocator); the torch strategy
+    # takes it only if this process was started with it
+    allocator: Literal["default", "jemalloc"] = "default"
     # megatron (GPUs only)
     tensor_parallel: int = Field(1, gt=0)
     pipeline_parallel: int = Field(1, gt=0)
@@ -457,6 +461,11 @@ class Config(_Section):
             raise ValueError(
                 "algorithm.dynamic_sampling needs rollout.mode=local (the Ray rollouts do not "
                 "replace uniform groups yet)"
+            )
+        if self.train.allocator == "jemalloc" and self.train.return_freed_memory:
+            raise ValueError(
+                "train.return_freed_memory sets glibc's malloc, which train.allocator=jemalloc "
+                "replaces: set one of them"
             )
         if self.rewards.min_workers > self.rewards.max_workers:
             raise ValueError("rewards.min_workers is larger than rewards.max_workers")

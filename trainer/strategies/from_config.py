@@ -22,6 +22,12 @@ import torch
 from trainer.cluster_gpus import check_gpus, generator_demand
 from trainer.config import Config, ConfigError
 from trainer.extras import INSTALL_COMMANDS
+from trainer.strategies.allocator import (
+    AllocatorError,
+    allocator_env_vars,
+    jemalloc_library,
+    loaded_allocator,
+)
 from trainer.strategies.host_memory import return_freed_tensors_to_os
 from trainer.strategies.torch_strategy import LossSettings, TorchStrategy
 
@@ -78,6 +84,7 @@ def check_strategy(config: Config) -> None:
     or a memory plan that does not fit. Starts Ray if needed (it reads the cluster's size)."""
     train = config.train
     if train.strategy == "torch":
+        _check_allocator_here(config)
         if train.workers != 1:
             raise ConfigError(
                 f"train.strategy=torch trains in this process: train.workers must be 1 (got "
@@ -98,8 +105,27 @@ def check_strategy(config: Config) -> None:
             "train.strategy=megatron needs CUDA GPUs (megatron-core asks torch.cuda for its "
             "buffers and RNG states); on this machine use train.strategy=fsdp2 or deepspeed"
         )
+    try:
+        allocator_env_vars(train.allocator)
+    except AllocatorError as error:
+        raise ConfigError(str(error)) from None
     _check_cluster(config, cuda)
     _check_memory(config)
+
+
+def _check_allocator_here(config: Config) -> None:
+    """The torch strategy trains in this process, whose allocator was chosen when it started."""
+    if config.train.allocator == "default" or loaded_allocator() == "jemalloc":
+        return
+    try:
+        allocator_env_vars("jemalloc")
+    except AllocatorError as error:
+        raise ConfigError(str(error)) from None
+    raise ConfigError(
+        "train.allocator=jemalloc: train.strategy=torch trains in this process, which was "
+        f"started without it: start it with LD_PRELOAD={jemalloc_library()} (fsdp2, deepspeed and "
+        "megatron start their train workers with it)"
+    )
 
 
 def _check_megatron(config: Config) -> None:
@@ -238,6 +264,7 @@ def build_strategy(
         device="cuda" if cuda else "cpu",
         options=options,
         return_freed_memory=train.return_freed_memory,
+        allocator=train.allocator,
     )
     return RayStrategy(
         spec,

@@ -24,6 +24,7 @@ from typing import Any
 import ray
 import torch
 
+from trainer.strategies.allocator import allocator_env_vars, loaded_allocator
 from trainer.strategies.megatron_strategy import MegatronStrategy
 from trainer.strategies.sharded import DeepSpeedStrategy, FSDP2Strategy, process_group_backend
 from trainer.strategies.train_worker_error import TrainWorkerError
@@ -40,7 +41,8 @@ class WorkerSpec:
     ``options`` are :class:`~trainer.strategies.torch_strategy.TorchStrategy` keyword
     arguments plus the strategy's own (``zero_stage``, ``mixed_precision``, ...);
     ``return_freed_memory`` is ``train.return_freed_memory`` (see
-    :mod:`trainer.strategies.host_memory`).
+    :mod:`trainer.strategies.host_memory`), ``allocator`` is ``train.allocator`` (see
+    :mod:`trainer.strategies.allocator`).
     """
 
     strategy: str
@@ -49,6 +51,7 @@ class WorkerSpec:
     device: str
     options: dict[str, Any] = field(default_factory=dict)
     return_freed_memory: bool = False
+    allocator: str = "default"
 
 
 class TrainWorker:
@@ -60,6 +63,7 @@ class TrainWorker:
             "node_ip": ray.util.get_node_ip_address(),
             "node_id": ray.get_runtime_context().get_node_id(),
             "pid": os.getpid(),
+            "allocator": loaded_allocator(),
         }
 
     def free_port(self) -> int:
@@ -73,8 +77,11 @@ class TrainWorker:
         import torch.distributed as dist
 
         from trainer.models import load_model
+        from trainer.strategies.allocator import check_loaded
         from trainer.strategies.host_memory import return_freed_tensors_to_os
 
+        node = ray.util.get_node_ip_address()
+        check_loaded(spec.allocator, f"train worker {rank} (node {node})")
         if spec.return_freed_memory:
             return_freed_tensors_to_os()
         os.environ.update(
@@ -157,7 +164,12 @@ class TrainWorkerGroup:
             num_cpus=cpus,
             num_gpus=gpus,
             resources=resources or {},
-            runtime_env={"env_vars": {"OMP_NUM_THREADS": str(max(int(cpus), 1))}},
+            runtime_env={
+                "env_vars": {
+                    "OMP_NUM_THREADS": str(max(int(cpus), 1)),
+                    **allocator_env_vars(spec.allocator),
+                }
+            },
         )
         self.actors = [actor.remote() for _ in range(workers)]
         self.identities = self._get([a.identity.remote() for a in self.actors], "start")
