@@ -17,6 +17,7 @@ from trainer.strategies.logprobs import Layout, score_layout, sequence_logprobs 
 from trainer.strategies.packing import (  # noqa: E402
     pack,
     packed_attention,
+    shared_prefix_length,
     supports_packing,
 )
 from trainer.strategies.torch_strategy import LossSettings, TorchStrategy  # noqa: E402
@@ -52,11 +53,22 @@ def model_and_vocab(request):
     return tiny_qwen(request.param), 1000
 
 
-def random_batch(vocab: int, count: int = 6, seed: int = 0):
+def random_batch(vocab: int, count: int = 6, seed: int = 0, prefix: int = 0):
+    """Random sequences; with ``prefix``, all begin with the same ``prefix`` tokens (as every
+    turn's prompt begins with the instruction), none of them scored."""
     rng = random.Random(seed)
-    sequences = [[rng.randrange(3, vocab) for _ in range(rng.randint(5, 60))] for _ in range(count)]
-    masks = [torch.tensor([0.0] + [float(rng.random() < 0.6) for _ in s[1:]]) for s in sequences]
+    shared = [rng.randrange(3, vocab) for _ in range(prefix)]
+    sequences = [
+        shared + [rng.randrange(3, vocab) for _ in range(rng.randint(5, 60))] for _ in range(count)
+    ]
+    masks = [
+        torch.tensor([0.0] * (prefix + 1) + [float(rng.random() < 0.6) for _ in s[prefix + 1 :]])
+        for s in sequences
+    ]
     return sequences, masks
+
+
+SHARED = 24  # tokens every sequence of a prefixed batch begins with
 
 
 def test_pack_restarts_positions_per_sequence():
@@ -78,10 +90,11 @@ def test_micro_batches_fit_the_budget_cover_every_sequence_costliest_first(packe
     assert costs == sorted(costs, reverse=True)  # costliest first: later ones reuse its memory
 
 
-def test_packed_logprobs_match_padded(model_and_vocab):
+@pytest.mark.parametrize("prefix", [0, SHARED])
+def test_packed_logprobs_match_padded(model_and_vocab, prefix):
     model, vocab = model_and_vocab
     assert supports_packing(model)
-    sequences, masks = random_batch(vocab)
+    sequences, masks = random_batch(vocab, prefix=prefix)
     options = {"pad_id": 0, "token_budget": 150}
     padded, _ = sequence_logprobs(model, sequences, masks, packing=False, **options)
     packed, _ = sequence_logprobs(model, sequences, masks, packing=True, **options)
@@ -91,14 +104,19 @@ def test_packed_logprobs_match_padded(model_and_vocab):
         assert bool((b[mask == 0] == 0).all())
 
 
-def test_packed_entropy_values_and_gradients_match_padded(model_and_vocab):
+@pytest.mark.parametrize("prefix", [0, SHARED])
+def test_packed_entropy_values_and_gradients_match_padded(model_and_vocab, prefix):
     model, vocab = model_and_vocab
-    sequences, masks = random_batch(vocab, seed=1)
+    sequences, masks = random_batch(vocab, seed=1, prefix=prefix)
     head = torch.nn.Linear(model.config.hidden_size, 1)
     results = {}
     for packed in (False, True):
         model.zero_grad(set_to_none=True)
-        layout = Layout.of(sequences, 0, packed=packed)
+        layout = Layout.of(sequences, 0, packed=packed, select=masks)
+        if packed:  # the shared beginning is in the row once
+            assert layout.prefix == prefix
+            rests = sum(len(s) - prefix for s in sequences)
+            assert layout.input_ids.shape == (1, prefix + rests)
         scores = score_layout(model, layout, masks, with_entropy=True, temperature=0.7)
         logprobs, entropy = layout.rows(scores.logprobs), layout.rows(scores.entropy)
         values = layout.rows(head(scores.hidden).squeeze(-1))
@@ -118,12 +136,25 @@ def test_packed_entropy_values_and_gradients_match_padded(model_and_vocab):
 
 
 @pytest.mark.parametrize(
-    ("lora", "aggregation", "critic"),
-    [(True, "token-mean", False), (False, "seq-mean-token-mean", True)],
+    ("lora", "aggregation", "critic", "prefix"),
+    [
+        (True, "token-mean", False, 0),
+        (False, "seq-mean-token-mean", True, 0),
+        (False, "token-mean", True, SHARED),
+    ],
 )
-def test_train_step_packed_matches_padded(lora, aggregation, critic):
+def test_train_step_packed_matches_padded(lora, aggregation, critic, prefix, monkeypatch):
+    from trainer.strategies import logprobs
+
+    shared_rows = []
+    real = logprobs.pack_sharing_prefix
+    monkeypatch.setattr(
+        logprobs,
+        "pack_sharing_prefix",
+        lambda sequences, length: shared_rows.append(length) or real(sequences, length),
+    )
     base, tokenizer = load_model("tiny-random", seed=0)
-    sequences, masks = random_batch(len(tokenizer), count=8, seed=2)
+    sequences, masks = random_batch(len(tokenizer), count=8, seed=2, prefix=prefix)
     rng = torch.Generator().manual_seed(0)
 
     def per_token(scale: float = 1.0) -> list[torch.Tensor]:
@@ -157,6 +188,8 @@ def test_train_step_packed_matches_padded(lora, aggregation, critic):
         }
         runs[packing] = (metrics, grads)
     (metrics_padded, grads_padded), (metrics_packed, grads_packed) = runs[False], runs[True]
+    # packed, every micro-batch of two or more prefixed sequences held their beginning once
+    assert (set(shared_rows) == {prefix}) if prefix else not shared_rows
     assert metrics_padded.keys() == metrics_packed.keys()
     # clip fractions and approx_kl are token means within a micro-batch; with a per-sequence
     # aggregation they are averaged by sequence share, so they depend on how the batch is cut
@@ -218,3 +251,28 @@ def test_packed_attention_refuses_a_model_that_bypasses_it(model_and_vocab):
         with packed_attention(model, [3]):
             pass  # no forward: as if the model ignored the attention interface
     assert model.config._attn_implementation == "sdpa"  # restored
+
+
+@pytest.mark.parametrize(
+    ("sequences", "select", "expected"),
+    [
+        # the common beginning, minus the token that predicts the first scored one
+        ([[5, 6, 7, 8, 9], [5, 6, 7, 8, 4]], [[0, 0, 0, 0, 1], [0, 0, 0, 0, 1]], 3),
+        # a token scored early in one sequence cuts the prefix for all
+        ([[5, 6, 7, 8, 9], [5, 6, 7, 8, 4]], [[0, 0, 1, 1, 1], [0, 0, 0, 0, 1]], 1),
+        # identical sequences each keep a token of their own
+        ([[5, 6, 7], [5, 6, 7]], [[0, 0, 0], [0, 0, 0]], 2),
+        ([[5, 6, 7], [4, 6, 7]], [[0, 0, 1], [0, 0, 1]], 0),
+        ([[5, 6, 7, 8]], [[0, 0, 0, 1]], 0),  # one sequence: nothing to share
+    ],
+)
+def test_shared_prefix_length(sequences, select, expected):
+    masks = [torch.tensor(m, dtype=torch.float32) for m in select]
+    assert shared_prefix_length(sequences, masks, minimum=1) == expected
+
+
+def test_a_shared_prefix_below_the_minimum_is_not_worth_it():
+    sequences = [[5] * 10 + [6, 7], [5] * 10 + [8, 9]]
+    masks = [torch.tensor([0.0] * 11 + [1.0])] * 2
+    assert shared_prefix_length(sequences, masks, minimum=11) == 0
+    assert shared_prefix_length(sequences, masks, minimum=10) == 10

@@ -7,7 +7,8 @@ this saves most of the time and memory of a training step.
 
 Where the model allows it, the sequences of a micro-batch are packed into one row instead of
 padded (:class:`Layout`, ``trainer.strategies.packing``): no compute goes to padding, and every
-sequence's results are the same as unpadded.
+sequence's results are the same as unpadded. Packed sequences that begin alike (the
+instruction each turn repeats) hold that beginning once in the row.
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ from trainer.batch import micro_batches, pad, pad_values
 from trainer.strategies.packing import (
     base_config,
     pack,
+    pack_sharing_prefix,
     packed_attention,
     packed_positions,
+    shared_prefix_length,
     supports_packing,
 )
 
@@ -47,8 +50,10 @@ class Layout:
 
     Padded: ``input_ids`` is ``(sequences, longest)`` with an ``attention_mask``. Packed:
     ``input_ids`` is ``(1, sum(lengths))``, ``attention_mask`` is ``None`` and ``packed`` is
-    true (see ``trainer.strategies.packing``). Per-token values go in with :meth:`place` and
-    come out as ``(sequences, longest)`` rows with :meth:`rows`, the same for both layouts.
+    true (see ``trainer.strategies.packing``). Packed with ``select`` given, a beginning all
+    sequences share and nothing selected lies in (``shared_prefix_length``) is held once:
+    ``prefix`` tokens, then each sequence's rest. Per-token values go in with :meth:`place`
+    and come out as ``(sequences, longest)`` rows with :meth:`rows`, the same for all layouts.
 
     Example:
         >>> layout = Layout.of([[5, 6, 7], [8, 9]], pad_id=0, packed=True)
@@ -62,29 +67,56 @@ class Layout:
     input_ids: torch.Tensor
     attention_mask: torch.Tensor | None
     lengths: list[int]
+    prefix: int = 0  # packed: leading tokens every sequence shares, held once in the row
 
     @property
     def packed(self) -> bool:
         return self.attention_mask is None
 
     @classmethod
-    def of(cls, sequences: list[list[int]], pad_id: int, *, packed: bool) -> Layout:
+    def of(
+        cls,
+        sequences: list[list[int]],
+        pad_id: int,
+        *,
+        packed: bool,
+        select: list[torch.Tensor] | None = None,
+    ) -> Layout:
+        lengths = [len(s) for s in sequences]
         if packed:
-            return cls(pack(sequences)[0], None, [len(s) for s in sequences])
+            prefix = 0 if select is None else shared_prefix_length(sequences, select)
+            if prefix:
+                return cls(pack_sharing_prefix(sequences, prefix), None, lengths, prefix)
+            return cls(pack(sequences)[0], None, lengths)
         input_ids, attention_mask = pad(sequences, pad_id)
-        return cls(input_ids, attention_mask, [len(s) for s in sequences])
+        return cls(input_ids, attention_mask, lengths)
+
+    @property
+    def segments(self) -> list[int]:
+        """Packed: the row's pieces, the shared prefix (if any) first, then each rest."""
+        if not self.prefix:
+            return list(self.lengths)
+        return [self.prefix, *(n - self.prefix for n in self.lengths)]
 
     def place(self, values: list[torch.Tensor]) -> torch.Tensor:
-        """Per-sequence 1-D float values laid out like ``input_ids`` (0 on padding)."""
+        """Per-sequence 1-D float values laid out like ``input_ids`` (0 on padding; on a shared
+        prefix, the first sequence's values)."""
         if not self.packed:
             return pad_values(values, self.input_ids.shape[1])
-        return torch.cat([v.to(torch.float32).reshape(-1) for v in values])[None]
+        flat = [v.to(torch.float32).reshape(-1) for v in values]
+        if self.prefix:
+            flat = [flat[0][: self.prefix], *(v[self.prefix :] for v in flat)]
+        return torch.cat(flat)[None]
 
     def rows(self, values: torch.Tensor) -> torch.Tensor:
         """Per-token values laid out like ``input_ids`` as ``(sequences, longest)`` rows."""
         if not self.packed:
             return values
-        return nn.utils.rnn.pad_sequence(list(values[0].split(self.lengths)), batch_first=True)
+        pieces = list(values[0].split(self.segments))
+        if self.prefix:
+            shared = pieces.pop(0)
+            pieces = [torch.cat([shared, rest]) for rest in pieces]
+        return nn.utils.rnn.pad_sequence(pieces, batch_first=True)
 
 
 def _decoder_and_head(model: nn.Module) -> tuple[nn.Module, nn.Module]:
@@ -167,6 +199,7 @@ def score_tokens(
     with_entropy: bool = False,
     entropy_grad: bool = True,
     packed_lengths: list[int] | None = None,
+    shared_prefix: int = 0,
     vocabulary: Sequence[int] | None = None,
 ) -> TokenScores:
     """Log-probs of the selected tokens under ``softmax(logits / temperature)``.
@@ -181,6 +214,9 @@ def score_tokens(
     ``packed_lengths``: ``input_ids`` is one row of sequences of these lengths, concatenated
     (``attention_mask`` is ``None``; see ``trainer.strategies.packing``). The first token of
     each sequence is never selected (nothing in its own sequence predicts it).
+    ``shared_prefix``: the row holds these leading tokens of every sequence once, then each
+    sequence's rest (``Layout.prefix``); nothing in the prefix, nor a rest's first token, is
+    selected.
 
     ``vocabulary``: the only token ids the sampler could draw (constrained decoding); the
     softmax, and the entropy, are then over those logits alone, the distribution each token
@@ -191,14 +227,22 @@ def score_tokens(
     input_ids, select = input_ids.to(device), select.to(device)
     position_ids = None
     if packed_lengths is not None:
-        starts = torch.tensor([0, *packed_lengths[:-1]], device=device).cumsum(0)
+        segments = packed_lengths
+        if shared_prefix:
+            segments = [shared_prefix, *(n - shared_prefix for n in packed_lengths)]
+        starts = torch.tensor([0, *segments[:-1]], device=device).cumsum(0)
         select = select.index_fill(1, starts, 0)
-        position_ids = packed_positions(packed_lengths, device)
+        position_ids = packed_positions(packed_lengths, device, prefix=shared_prefix)
         attention_mask = None
     else:
         attention_mask = attention_mask.to(device)
     rows, cols = torch.nonzero(select[:, 1:] > 0, as_tuple=True)  # position cols predicts cols+1
-    with packed_attention(selected.model, packed_lengths) if packed_lengths else nullcontext():
+    packing = (
+        packed_attention(selected.model, packed_lengths, shared_prefix)
+        if packed_lengths
+        else nullcontext()
+    )
+    with packing:
         hidden, logits = scorer(input_ids, attention_mask, position_ids, rows, cols)
     logits = logits.float()
     if temperature != 1.0:
@@ -243,6 +287,7 @@ def score_layout(
         layout.attention_mask,
         layout.place(select),
         packed_lengths=layout.lengths if layout.packed else None,
+        shared_prefix=layout.prefix,
         **options,
     )
 
@@ -258,6 +303,7 @@ def sequence_logprobs(
     temperature: float = 1.0,
     value_head: nn.Module | None = None,
     packing: bool = True,
+    share_prefix: bool = True,
     min_micro_batches: int = 0,
     vocabulary: Sequence[int] | None = None,
 ) -> tuple[list[torch.Tensor], list[torch.Tensor] | None]:
@@ -265,6 +311,8 @@ def sequence_logprobs(
 
     ``packing``: pack each micro-batch into one row where the model supports it
     (:func:`~trainer.strategies.packing.supports_packing`); the results are the same.
+    ``share_prefix``: packed, hold a beginning a micro-batch's sequences share once in its row
+    (:class:`Layout`).
     ``vocabulary``: see :func:`score_tokens`.
     ``min_micro_batches``: run at least this many forward passes, the extra ones on a
     two-token filler whose results are dropped (sharded workers must each run as many
@@ -285,11 +333,17 @@ def sequence_logprobs(
             if value_head is not None:
                 value_head(scores.hidden.float())
         for group in groups:
-            layout = Layout.of([sequences[i] for i in group], pad_id, packed=packed)
+            group_masks = [masks[i] for i in group]
+            layout = Layout.of(
+                [sequences[i] for i in group],
+                pad_id,
+                packed=packed,
+                select=group_masks if share_prefix else None,
+            )
             scores = score_layout(
                 model,
                 layout,
-                [masks[i] for i in group],
+                group_masks,
                 temperature=temperature,
                 vocabulary=vocabulary,
             )

@@ -12,6 +12,13 @@ sequence's results identical to running it alone:
   switched to :func:`packed_sdpa_attention`, which runs transformers' own SDPA attention with
   ``is_causal`` on each sequence's slice of the row: ``O(sum of L_i^2)``, as unpacked.
 
+Sequences that begin with the same tokens (the instruction every turn's prompt repeats) can
+share them: the row holds that **prefix once**, then each sequence's remainder, and each
+remainder attends to the prefix and, causally, to itself. Positions in a remainder continue
+from the prefix's end, so every sequence sees exactly what it would alone, while the prefix's
+tokens go through the model once for the micro-batch instead of once per sequence
+(:func:`shared_prefix_length` says where that applies).
+
 Packing is used only for model families where this is checked (:data:`PACKABLE_MODEL_TYPES`,
 see ``tests/trainer/test_packing.py``), with SDPA or eager attention and no sliding window;
 anything else is padded as before (:func:`supports_packing`).
@@ -37,10 +44,15 @@ PACKABLE_MODEL_TYPES = frozenset({"llama", "qwen2", "qwen3"})
 ATTENTION_NAME = "rollenv_packed_sdpa"
 
 
+#: A shared prefix shorter than this is not worth the per-sequence attention it adds.
+MIN_SHARED_PREFIX = 16
+
+
 @dataclass
 class _Packed:
-    lengths: list[int]
+    lengths: list[int]  # the row's segments: the shared prefix first (if any), then each rest
     config: object  # the model's Hugging Face config, whose attention is switched while packed
+    prefix: int = 0  # the first segment's length, when every later segment continues it
     calls: int = 0
 
 
@@ -90,12 +102,39 @@ def packed_sdpa_attention(
     kwargs.pop("is_causal", None)
     # split, not slices: the backward of a split is one concatenation, while each slice's
     # backward would write its gradient into a zero-filled tensor of the whole row
-    parts = (t.split(packed.lengths, dim=2) for t in (query, key, value))
+    queries, keys, values = (t.split(packed.lengths, dim=2) for t in (query, key, value))
+    if not packed.prefix:
+        outputs = [
+            sdpa_attention_forward(module, q, k, v, None, is_causal=True, **kwargs)[0]
+            for q, k, v in zip(queries, keys, values, strict=True)
+        ]
+        return torch.cat(outputs, dim=1), None
+    # the prefix attends causally to itself; each rest to the whole prefix, then causally to
+    # itself, through the prefix's keys and values computed once
+    prefix_key, prefix_value = keys[0], values[0]
     outputs = [
-        sdpa_attention_forward(module, q, k, v, None, is_causal=True, **kwargs)[0]
-        for q, k, v in zip(*parts, strict=True)
+        sdpa_attention_forward(
+            module, queries[0], prefix_key, prefix_value, None, is_causal=True, **kwargs
+        )[0]
     ]
+    for q, k, v in zip(queries[1:], keys[1:], values[1:], strict=True):
+        visible = _after_prefix_mask(packed.prefix, q.shape[2], q.device)
+        key_rows = torch.cat([prefix_key, k], dim=2)
+        value_rows = torch.cat([prefix_value, v], dim=2)
+        outputs.append(
+            sdpa_attention_forward(
+                module, q, key_rows, value_rows, visible, is_causal=False, **kwargs
+            )[0]
+        )
     return torch.cat(outputs, dim=1), None
+
+
+def _after_prefix_mask(prefix: int, length: int, device: torch.device) -> torch.Tensor:
+    """``(1, 1, length, prefix + length)``: True where a rest's token may attend (the whole
+    prefix, then its own tokens up to itself)."""
+    visible = torch.ones(length, prefix + length, dtype=torch.bool, device=device)
+    visible[:, prefix:] = torch.ones(length, length, dtype=torch.bool, device=device).tril()
+    return visible[None, None]
 
 
 def _register() -> None:
@@ -105,14 +144,18 @@ def _register() -> None:
 
 
 @contextmanager
-def packed_attention(model: nn.Module, lengths: list[int]) -> Iterator[None]:
+def packed_attention(model: nn.Module, lengths: list[int], prefix: int = 0) -> Iterator[None]:
     """Within the block, ``model``'s forward treats its one row as the packed ``lengths``.
+
+    ``prefix``: the row is :func:`pack_sharing_prefix`'s, a prefix of this many tokens that
+    every sequence (of the full ``lengths``) begins with, held once, then their rests.
 
     Raises ``RuntimeError`` on leaving if the model never called the packed attention (its
     attention would have crossed sequences).
     """
     _register()
-    state = _Packed(list(lengths), base_config(model))
+    segments = [prefix, *(n - prefix for n in lengths)] if prefix else list(lengths)
+    state = _Packed(segments, base_config(model), prefix)
     with _packed(state):
         yield
     if state.calls == 0:
@@ -169,11 +212,67 @@ def pack(sequences: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
     return ids[None], packed_positions([len(sequence) for sequence in sequences])
 
 
-def packed_positions(lengths: list[int], device: torch.device | str = "cpu") -> torch.Tensor:
-    """``(1, sum(lengths))`` position ids that restart at 0 at the start of every sequence.
+def packed_positions(
+    lengths: list[int], device: torch.device | str = "cpu", *, prefix: int = 0
+) -> torch.Tensor:
+    """Position ids of a packed row: they restart at 0 at the start of every sequence, or,
+    with a shared ``prefix``, each rest continues from the prefix's end.
 
     Example:
         >>> packed_positions([3, 2])
         tensor([[0, 1, 2, 0, 1]])
+        >>> packed_positions([4, 3], prefix=2)  # the prefix 0 1, then 2 3 and 2
+        tensor([[0, 1, 2, 3, 2]])
     """
-    return torch.cat([torch.arange(n, device=device) for n in lengths])[None]
+    if not prefix:
+        return torch.cat([torch.arange(n, device=device) for n in lengths])[None]
+    rests = [torch.arange(prefix, n, device=device) for n in lengths]
+    return torch.cat([torch.arange(prefix, device=device), *rests])[None]
+
+
+def pack_sharing_prefix(sequences: list[list[int]], prefix: int) -> torch.Tensor:
+    """One row ``(1, prefix + sum(len - prefix))``: the ``prefix`` tokens every sequence
+    begins with, once, then each sequence's rest.
+
+    Example:
+        >>> pack_sharing_prefix([[5, 6, 7, 8], [5, 6, 9]], prefix=2)
+        tensor([[5, 6, 7, 8, 9]])
+    """
+    ids = list(sequences[0][:prefix])
+    for sequence in sequences:
+        ids.extend(sequence[prefix:])
+    return torch.tensor(ids, dtype=torch.long)[None]
+
+
+def shared_prefix_length(
+    sequences: list[list[int]],
+    select: list[torch.Tensor],
+    minimum: int = MIN_SHARED_PREFIX,
+) -> int:
+    """How many leading tokens all ``sequences`` can share in one packed row (0: none).
+
+    The longest common prefix, cut so that every sequence keeps at least one token of its
+    own and no selected (scored) token, nor the token that predicts it, lies in the prefix:
+    what is scored is then computed per sequence. Below ``minimum`` tokens, or for a single
+    sequence, nothing is shared.
+
+    Example:
+        >>> import torch
+        >>> select = [torch.tensor([0, 0, 0, 1.0]), torch.tensor([0, 0, 0, 1.0, 1.0])]
+        >>> shared_prefix_length([[5, 6, 7, 8], [5, 6, 7, 9, 4]], select, minimum=1)
+        2
+    """
+    if len(sequences) < 2:
+        return 0
+    first = sequences[0]
+    length = min(len(sequence) for sequence in sequences) - 1
+    for sequence in sequences[1:]:
+        same = 0
+        while same < length and sequence[same] == first[same]:
+            same += 1
+        length = same
+    for mask in select:
+        scored = torch.nonzero(torch.as_tensor(mask) > 0)
+        if len(scored):
+            length = min(length, int(scored[0, 0]) - 1)
+    return length if length >= minimum else 0

@@ -61,6 +61,8 @@ class TorchStrategy:
         reference: keep a frozen reference policy for the KL term.
         packing: pack each micro-batch's sequences into one row where the model supports it
             (same results as padding, without computing padding); ``False`` always pads.
+        share_prefix: packed, hold a beginning the micro-batch's sequences share (the
+            instruction each turn repeats) once in the row (same results, fewer tokens).
         activation_checkpointing: keep only each decoder layer's input in the forward pass and
             recompute the layer in the backward pass (less memory, about a third more time).
         trainable_layers: train only the last N decoder layers and the final norm (see
@@ -82,6 +84,7 @@ class TorchStrategy:
         value_head: bool = False,
         reference: bool = False,
         packing: bool = True,
+        share_prefix: bool = True,
         activation_checkpointing: bool = False,
         trainable_layers: int | None = None,
     ):
@@ -114,6 +117,7 @@ class TorchStrategy:
         self.model = model
         self.model.train()
         self.packing = packing and supports_packing(model)
+        self.share_prefix = share_prefix
         self.device = next(model.parameters()).device
         self.value_head = None
         if value_head:
@@ -166,6 +170,7 @@ class TorchStrategy:
             vocabulary=self.loss.vocabulary,
             value_head=self.value_head if with_values else None,
             packing=self.packing,
+            share_prefix=self.share_prefix,
             min_micro_batches=micro_batches_at_least,
         )
 
@@ -192,6 +197,7 @@ class TorchStrategy:
             temperature=self.loss.temperature,
             vocabulary=self.loss.vocabulary,
             packing=self.packing,
+            share_prefix=self.share_prefix,
         )[0]
 
     # ------------------------------------------------------------------ training
@@ -241,7 +247,7 @@ class TorchStrategy:
         nll_sum = 0.0
         parts = self._parts(batch, micro_batches_at_least)
         for index, (part, real) in enumerate(parts):
-            layout = Layout.of(part.token_ids, self.pad_id, packed=self.packing)
+            layout = self._layout(part)
             logprobs = score_layout(self._scorer(), layout, part.loss_mask).logprobs
             mask = layout.place(part.loss_mask).to(self.device)
             nll = -(logprobs * mask).sum() / total * (1.0 if real else 0.0)
@@ -262,6 +268,11 @@ class TorchStrategy:
         lengths = [len(s) for s in sequences]
         return list(micro_batches(lengths, self.micro_batch_tokens, packed=self.packing))
 
+    def _layout(self, part: TokenBatch) -> Layout:
+        """How ``part``'s sequences go through the model (packed, sharing a prefix, or padded)."""
+        select = part.loss_mask if self.share_prefix else None
+        return Layout.of(part.token_ids, self.pad_id, packed=self.packing, select=select)
+
     def _scorer(self) -> nn.Module:
         """What the forward passes go through (a sharded subclass's wrapped module)."""
         return self.model
@@ -279,7 +290,7 @@ class TorchStrategy:
 
     def _micro_batch_loss(self, part: TokenBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         settings = self.loss
-        layout = Layout.of(part.token_ids, self.pad_id, packed=self.packing)
+        layout = self._layout(part)
         scores = score_layout(
             self._scorer(),
             layout,
