@@ -204,13 +204,14 @@ def test_train_step_packed_matches_padded(lora, aggregation, critic, prefix, mon
         torch.testing.assert_close(grads_packed[name], grad, atol=1e-5, rtol=1e-3, msg=name)
 
 
-def test_checkpointed_layers_are_recomputed_packed():
+@pytest.mark.parametrize("prefix", [0, SHARED])
+def test_checkpointed_layers_are_recomputed_packed(prefix):
     """``train.activation_checkpointing`` (``checkpoint_layers``, on every strategy): each
     layer is recomputed in the backward pass, after packing's context is left; without
     ``recompute_contexts`` the recomputed attention would cross sequences (torch raises
-    CheckpointError, other tensors saved)."""
+    CheckpointError, other tensors saved), or, with a shared prefix, miss it."""
     base, tokenizer = load_model("tiny-random", seed=0)
-    sequences, masks = random_batch(len(tokenizer), count=8, seed=3)
+    sequences, masks = random_batch(len(tokenizer), count=8, seed=3, prefix=prefix)
     rng = torch.Generator().manual_seed(0)
     batch = TokenBatch(
         token_ids=sequences,
