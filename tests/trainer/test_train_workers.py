@@ -51,11 +51,13 @@ def _options(pad_id: int, **extra) -> dict:
     return {**options, **extra}
 
 
-def _batch(strategy, seed: int) -> TokenBatch:
+def _batch(strategy, seed: int, prefix: int = 0) -> TokenBatch:
     g = torch.Generator().manual_seed(seed)
     lengths = [40, 25, 60, 33, 18, 50, 12]
-    sequences = [torch.randint(5, 1000, (n,), generator=g).tolist() for n in lengths]
-    masks = [torch.cat([torch.zeros(n // 2), torch.ones(n - n // 2)]) for n in lengths]
+    shared = torch.randint(5, 1000, (prefix,), generator=g).tolist()
+    sequences = [shared + torch.randint(5, 1000, (n,), generator=g).tolist() for n in lengths]
+    masks = [torch.cat([torch.zeros(prefix + n // 2), torch.ones(n - n // 2)]) for n in lengths]
+    lengths = [prefix + n for n in lengths]
     advantages = [torch.randn(n, generator=g) * m for n, m in zip(lengths, masks, strict=True)]
     old, _ = strategy.sequence_logprobs(sequences, masks)
     return TokenBatch(sequences, masks, advantages, old)
@@ -130,6 +132,33 @@ def test_updates_on_two_workers_give_the_weights_of_one_process(ray_cluster, pad
         assert worker["master_copy"] == 0
         if kind == "zero3":  # its gradient partition is held from a backward pass to the step
             assert worker["gradient_buffer"] == 0
+
+
+def test_sequences_sharing_a_prefix_give_the_same_update_on_two_workers(
+    ray_cluster, pad_id, monkeypatch
+):
+    # every sequence begins with the same 20 tokens, none scored: packed micro-batches hold
+    # them once (trainer.strategies.packing), on the workers as in one process
+    from trainer.strategies import logprobs
+
+    shared = []
+    real = logprobs.pack_sharing_prefix
+    monkeypatch.setattr(
+        logprobs, "pack_sharing_prefix", lambda s, n: shared.append(n) or real(s, n)
+    )
+    single = _torch_strategy(pad_id, micro_batch_tokens=256)
+    batch = _batch(single, seed=2, prefix=20)
+    assert shared and set(shared) == {20}  # the old log-probs were computed sharing it
+    start = {k: v.clone() for k, v in single.inference_state_dict().items()}
+    single.train_step(batch)
+    expected = single.inference_state_dict()
+    group = _group("fsdp2", pad_id, micro_batch_tokens=256)
+    try:
+        group.train_step(batch)
+        weights = group.inference_state_dict()
+    finally:
+        group.close()
+    assert _distance(weights, expected) < PARITY * _distance(expected, start)
 
 
 @pytest.mark.parametrize("kind", [PARAMS[0], PARAMS[3]])
