@@ -58,6 +58,8 @@ from table import print_table
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))  # benchmark this checkout
 
+from trainer.strategies.allocator import ALLOCATORS  # noqa: E402
+
 MEMORY_GOAL = 0.60  # x2 per-worker peak memory at most this share of x1's
 SPEED_GOAL = 0.7  # x2 tokens/s at least this share of x1's
 CORES = 2  # x1: one process with 2 threads; x2: two workers with 1 thread each
@@ -317,7 +319,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--allocator",
-        choices=["default", "jemalloc"],
+        choices=ALLOCATORS,
         default="default",
         help="every process's C allocator (train.allocator; jemalloc: LD_PRELOAD in each Ray "
         "actor's runtime_env, after apt-get install libjemalloc2)",

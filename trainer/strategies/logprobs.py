@@ -27,6 +27,7 @@ from trainer.strategies.packing import (
     pack_sharing_prefix,
     packed_attention,
     packed_positions,
+    row_segments,
     shared_prefix_length,
     supports_packing,
 )
@@ -91,13 +92,6 @@ class Layout:
         input_ids, attention_mask = pad(sequences, pad_id)
         return cls(input_ids, attention_mask, lengths)
 
-    @property
-    def segments(self) -> list[int]:
-        """Packed: the row's pieces, the shared prefix (if any) first, then each rest."""
-        if not self.prefix:
-            return list(self.lengths)
-        return [self.prefix, *(n - self.prefix for n in self.lengths)]
-
     def place(self, values: list[torch.Tensor]) -> torch.Tensor:
         """Per-sequence 1-D float values laid out like ``input_ids`` (0 on padding; on a shared
         prefix, the first sequence's values)."""
@@ -112,7 +106,7 @@ class Layout:
         """Per-token values laid out like ``input_ids`` as ``(sequences, longest)`` rows."""
         if not self.packed:
             return values
-        pieces = list(values[0].split(self.segments))
+        pieces = list(values[0].split(row_segments(self.lengths, self.prefix)))
         if self.prefix:
             shared = pieces.pop(0)
             pieces = [torch.cat([shared, rest]) for rest in pieces]
@@ -227,9 +221,7 @@ def score_tokens(
     input_ids, select = input_ids.to(device), select.to(device)
     position_ids = None
     if packed_lengths is not None:
-        segments = packed_lengths
-        if shared_prefix:
-            segments = [shared_prefix, *(n - shared_prefix for n in packed_lengths)]
+        segments = row_segments(packed_lengths, shared_prefix)
         starts = torch.tensor([0, *segments[:-1]], device=device).cumsum(0)
         select = select.index_fill(1, starts, 0)
         position_ids = packed_positions(packed_lengths, device, prefix=shared_prefix)

@@ -26,6 +26,7 @@ anything else is padded as before (:func:`supports_packing`).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
@@ -154,8 +155,7 @@ def packed_attention(model: nn.Module, lengths: list[int], prefix: int = 0) -> I
     attention would have crossed sequences).
     """
     _register()
-    segments = [prefix, *(n - prefix for n in lengths)] if prefix else list(lengths)
-    state = _Packed(segments, base_config(model), prefix)
+    state = _Packed(row_segments(lengths, prefix), base_config(model), prefix)
     with _packed(state):
         yield
     if state.calls == 0:
@@ -230,6 +230,17 @@ def packed_positions(
     return torch.cat([torch.arange(prefix, device=device), *rests])[None]
 
 
+def row_segments(lengths: list[int], prefix: int = 0) -> list[int]:
+    """The pieces of a packed row of sequences of ``lengths``: each sequence, or, with a shared
+    ``prefix``, the prefix first, then each sequence's rest.
+
+    Example:
+        >>> row_segments([4, 3]), row_segments([4, 3], prefix=2)
+        ([4, 3], [2, 2, 1])
+    """
+    return [prefix, *(n - prefix for n in lengths)] if prefix else list(lengths)
+
+
 def pack_sharing_prefix(sequences: list[list[int]], prefix: int) -> torch.Tensor:
     """One row ``(1, prefix + sum(len - prefix))``: the ``prefix`` tokens every sequence
     begins with, once, then each sequence's rest.
@@ -264,13 +275,8 @@ def shared_prefix_length(
     """
     if len(sequences) < 2:
         return 0
-    first = sequences[0]
-    length = min(len(sequence) for sequence in sequences) - 1
-    for sequence in sequences[1:]:
-        same = 0
-        while same < length and sequence[same] == first[same]:
-            same += 1
-        length = same
+    common = len(os.path.commonprefix(sequences))  # works on any sequences, lists of ids too
+    length = min(common, min(len(sequence) for sequence in sequences) - 1)
     for mask in select:
         scored = torch.nonzero(torch.as_tensor(mask) > 0)
         if len(scored):

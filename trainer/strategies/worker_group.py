@@ -24,7 +24,7 @@ from typing import Any
 import ray
 import torch
 
-from trainer.strategies.allocator import allocator_env_vars, loaded_allocator
+from trainer.strategies.allocator import allocator_env_vars, check_loaded, loaded_allocator
 from trainer.strategies.megatron_strategy import MegatronStrategy
 from trainer.strategies.sharded import DeepSpeedStrategy, FSDP2Strategy, process_group_backend
 from trainer.strategies.train_worker_error import TrainWorkerError
@@ -77,7 +77,6 @@ class TrainWorker:
         import torch.distributed as dist
 
         from trainer.models import load_model
-        from trainer.strategies.allocator import check_loaded
         from trainer.strategies.host_memory import return_freed_tensors_to_os
 
         node = ray.util.get_node_ip_address()
