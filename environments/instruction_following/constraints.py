@@ -156,8 +156,10 @@ def ends_with(text: str, phrase: str) -> bool:
 
 
 def postscript(text: str, marker: str) -> bool:
-    # a line that starts with the marker, after some text of the reply's own
-    pattern = rf"\S[\s\S]*\n[ \t]*{re.escape(marker)}[ \t]+\S"
+    # a line that starts with the marker, after some text of the reply's own: the stripped
+    # text starts with that text, so any line break in it has some before. (Spelled out as
+    # r"\S[\s\S]*\n..." the search backtracked quadratically: 9 s on a long reply.)
+    pattern = rf"\n[ \t]*{re.escape(marker)}[ \t]+\S"
     return re.search(pattern, text.strip(), re.IGNORECASE) is not None
 
 

@@ -98,3 +98,28 @@ def test_kinds_that_claim_the_same_part_of_a_reply_are_incompatible():
     assert not compatible(["json_format", "no_commas"])  # JSON has commas
     assert not compatible(["bullet_points_exactly", "sections_exactly"])
     assert not compatible(["quoted", "postscript"])
+
+
+POSTSCRIPT = {"kind": "postscript", "args": {"marker": "P.S."}}
+
+
+@pytest.mark.parametrize(
+    ("reply", "kept"),
+    [
+        ("Hello.\n  P.S. bye", True),  # indented on its own line
+        ("\n\nP.S. bye", False),  # no text of the reply's own before it
+        ("Hello.\nP.S.", False),  # nothing after the marker
+        ("Hello. P.S. bye", False),  # not on a line of its own
+        ("Hello.\n\nP.S.\tbye\n", True),
+    ],
+)
+def test_a_postscript_is_a_line_starting_with_the_marker_after_some_text(reply, kept):
+    assert check(POSTSCRIPT, reply) is kept
+
+
+def test_a_long_reply_is_checked_for_a_postscript_at_once():
+    # the first pattern backtracked quadratically: 9 s for seed 10 of InstructionFollowing-v0
+    # in check_reward, and minutes for this reply; a linear search answers in milliseconds
+    reply = "word " * 100_000
+    assert check(POSTSCRIPT, reply) is False
+    assert check(POSTSCRIPT, reply + "\nP.S. bye") is True
