@@ -81,11 +81,14 @@ def code_of(colours: tuple[int, ...]) -> int:
     return sum(c * 3**i for i, c in enumerate(colours))
 
 
+@functools.lru_cache(maxsize=4096)
 def best_guess(candidates: tuple[str, ...], words: tuple[str, ...], guesses_left: int = 6) -> str:
     """The guess (from ``words`` or ``candidates``) whose feedback best splits ``candidates``.
 
     With two guesses left it maximises the chance to win within them instead (a candidate now,
     or a guess after which one candidate is left); with one left it guesses a candidate.
+    Remembered: every game opens with the same guess, so the second guess's candidates are one
+    of the opening's few hundred feedback groups, and games share them.
     """
     if len(candidates) <= 2 or guesses_left <= 1:
         return candidates[0]
