@@ -14,8 +14,37 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
+
+
+@functools.cache
+def _tag_pattern(tag: str) -> re.Pattern[str]:
+    return re.compile(rf"<(/?){re.escape(tag)}>", re.IGNORECASE)
+
+
+def tag_contents(text: str, tag: str) -> list[str]:
+    """The contents of every ``<tag>...</tag>`` in ``text``, left to right (case-insensitive).
+
+    What ``re.findall(r"<tag>(.*?)</tag>", text, re.I | re.S)`` returns, in one pass: a tag
+    runs from an opening to the first closing after it (an opening inside is content). The
+    regex retries each opening that has no closing after it, so ``"<answer>" * 12_000`` took
+    it over 20 s; this reads each tag once.
+
+    Example:
+        >>> tag_contents("<answer>1</answer> <ANSWER>x<answer>2</answer> <answer>3", "answer")
+        ['1', 'x<answer>2']
+    """
+    contents, start = [], None
+    for match in _tag_pattern(tag).finditer(text):
+        closing = bool(match.group(1))
+        if start is None and not closing:
+            start = match.end()
+        elif start is not None and closing:
+            contents.append(text[start : match.start()])
+            start = None
+    return contents
 
 
 @dataclass(frozen=True)
@@ -75,8 +104,8 @@ class AnswerFormat:
                     return inner
             match = self._pattern.fullmatch(reply)
             return match.group(1) if match else None
-        matches = self._pattern.findall(reply)
-        return matches[-1] if matches else None
+        contents = tag_contents(reply, self.tag)
+        return contents[-1] if contents else None
 
     def extract(self, reply: str) -> list[str] | None:
         """Returns every stripped action string of a reply, or ``None`` if it has no answer.

@@ -31,10 +31,9 @@ from environments.math.data import (
     load_jsonl,
 )
 from environments.math.verify import extract_answer, is_correct
-from rollenv.actions import AnswerFormat
+from rollenv.actions import AnswerFormat, tag_contents
 from rollenv.text_env import TextEnv
 
-_PYTHON = re.compile(r"<python>(.*?)</python>", re.IGNORECASE | re.DOTALL)
 _NUMBERS = re.compile(r"-?\d+(?:\.\d+)?")
 # a run of numbers joined by arithmetic operators (brackets and signs allowed), or a $...$ span
 _EXPRESSION = re.compile(r"[-(\s]*\d[\d.\s]*(?:[-+*/^×÷][-(\s]*\d[\d.\s)]*)+")
@@ -175,7 +174,7 @@ class MathEnv(TextEnv):
         if answer is not None:
             return [("answer", answer)]
         if self.max_tool_calls:
-            code = _PYTHON.findall(reply)
+            code = tag_contents(reply, "python")
             if code and code[-1].strip() and self.actions_taken < self.max_tool_calls:
                 return [("python", code[-1])]
         return None

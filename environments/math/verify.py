@@ -21,8 +21,8 @@ import re
 import threading
 
 from environments.math.data import MATH_EXTRA, last_boxed
+from rollenv.actions import tag_contents
 
-_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.IGNORECASE | re.DOTALL)
 MAX_ANSWER_CHARS = 1000
 
 _INTEGER = r"\d{1,3}(?:,\d{3})+|\d+"
@@ -56,7 +56,7 @@ def extract_answer(reply: str) -> str | None:
     """
     if not isinstance(reply, str):
         return None
-    tags = _ANSWER.findall(reply)
+    tags = tag_contents(reply, "answer")
     answer = tags[-1] if tags else last_boxed(reply)
     if answer is not None:
         inner = last_boxed(answer)

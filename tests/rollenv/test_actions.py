@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rollenv.actions import AnswerFormat
+from rollenv.actions import AnswerFormat, tag_contents
 
 
 @pytest.mark.parametrize(
@@ -31,6 +33,30 @@ def test_strict_extract(reply, expected):
 def test_lenient_format_takes_the_last_answer_anywhere():
     fmt = AnswerFormat(strict=False)
     assert fmt.extract("I think <answer>Up</answer> no wait <answer>Left</answer>!") == ["Left"]
+
+
+# replies made of tag pieces, so that openings without closings, nested and upper-case tags and
+# half tags are common
+tag_soup = st.lists(
+    st.sampled_from(["<answer>", "</answer>", "<ANSWER>", "</Answer>", "<answer", "/", "a", "\n"]),
+    max_size=14,
+).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(reply=tag_soup)
+def test_tag_contents_reads_what_the_lazy_regex_reads(reply):
+    lazy = re.findall(r"<answer>(.*?)</answer>", reply, re.IGNORECASE | re.DOTALL)
+    assert tag_contents(reply, "answer") == lazy
+
+
+def test_openings_without_closings_are_read_once_each():
+    # the regex retried every opening to the end of the reply: over 20 s for this one
+    reply = "<answer>" * 12_000
+    assert tag_contents(reply, "answer") == []
+    # the first opening starts the tag; the openings after it are its content
+    lenient = AnswerFormat(strict=False, separator=None)
+    assert lenient.extract(reply + "<answer>Up</answer>") == ["<answer>" * 12_000 + "Up"]
 
 
 def test_custom_tags_and_no_separator():
