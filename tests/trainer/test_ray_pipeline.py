@@ -3,6 +3,8 @@ local Ray cluster, training overlapping rollouts within ``async_generation_ratio
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 ray = pytest.importorskip("ray")
@@ -167,7 +169,12 @@ def test_on_ray_evaluation_plays_the_envs_of_eval_kwargs(tmp_path, local_ray, mo
         assert pipeline.evaluate()["eval/success"] == 0.0
     finally:
         pipeline.close()
-    # the evaluation actors were stopped with the rest
+    # the evaluation actors were stopped with the rest. ray.kill returns before the actor is
+    # gone, so a call right after it may still be answered (it was once, under -n 3): each
+    # actor must stop answering within 30 s
     for actor in rollouts.eval_actors:
+        deadline = time.monotonic() + 30
         with pytest.raises(ray.exceptions.RayActorError):
-            ray.get(actor.get_stats.remote(), timeout=30)
+            while time.monotonic() < deadline:
+                ray.get(actor.get_stats.remote(), timeout=30)
+                time.sleep(0.1)
