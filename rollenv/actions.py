@@ -76,23 +76,20 @@ class AnswerFormat:
         if self.tag is None:
             return
         object.__setattr__(self, "_tags", (f"<{self.tag}>", f"</{self.tag}>"))
+        if not self.strict:  # the last tag anywhere: read by tag_contents
+            return
         # a tag's content may not contain its own closing tag ("tempered" dot)
         answer = rf"<{self.tag}>((?:(?!</{self.tag}>).)*)</{self.tag}>"
-        if self.strict:
-            think_body = rf"(?:(?!</{self.think_tag}>).)*"
-            think = (
-                rf"(?:<{self.think_tag}>{think_body}</{self.think_tag}>\s*)?"
-                if self.think_tag
-                else ""
-            )
-            pattern = rf"\s*{think}{answer}\s*"
-        else:
-            pattern = answer
+        think_body = rf"(?:(?!</{self.think_tag}>).)*"
+        think = (
+            rf"(?:<{self.think_tag}>{think_body}</{self.think_tag}>\s*)?" if self.think_tag else ""
+        )
+        pattern = rf"\s*{think}{answer}\s*"
         object.__setattr__(self, "_pattern", re.compile(pattern, re.IGNORECASE | re.DOTALL))
 
     def answer_text(self, reply: str) -> str | None:
         """Returns the text inside the answer tag, or ``None`` if the reply has none."""
-        if self._pattern is None:
+        if self.tag is None:
             return reply
         if self.strict:
             # the common reply, "<answer>Up</answer>", read without the regex (a third of a
