@@ -4,7 +4,9 @@ Protocol: the host writes one JSON object per line, ``{"code": str, "max_output"
 stdin; the driver runs the code in one namespace kept across requests, with file descriptors 1
 and 2 (so child processes too) redirected to capture files, and answers one JSON line
 ``{"stdout", "stderr", "exit_code", "truncated"}`` on a private copy of the original stdout.
-Like a notebook cell, a final expression's ``repr`` is printed.
+Like a notebook cell, a final expression's ``repr`` is printed. Before the first request the
+driver answers ``{"ready": true}``, so the host can start a call's deadline only once the
+interpreter is up.
 """
 
 from __future__ import annotations
@@ -51,6 +53,8 @@ def main() -> None:
     requests = sys.stdin
     out_path, err_path = os.path.abspath(".repl-stdout"), os.path.abspath(".repl-stderr")
     namespace: dict = {"__name__": "__main__"}
+    reply.write(MARK + json.dumps({"ready": True}) + "\n")
+    reply.flush()
     for line in requests:
         request = json.loads(line)
         limit = int(request.get("max_output", 1 << 20))

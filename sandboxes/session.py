@@ -24,6 +24,9 @@ from sandboxes.repl_driver import MARK
 from sandboxes.result import Result
 
 _DRIVER_NAME = ".repl_driver.py"
+#: how long a new sandbox may take to start its interpreter; a call's own deadline starts after
+#: (under load a Docker or bwrap start took over a second, and ate a 1 s call's whole deadline)
+STARTUP_TIMEOUT_S = 60.0
 _MARK = MARK.encode()
 
 
@@ -88,6 +91,17 @@ class Session:
         else:
             self._channel = self.backend.open_session(files, session_limits, _DRIVER_NAME)
         self._buffer = b""
+        try:
+            ready, timed_out, _ = self._read_reply(time.monotonic() + STARTUP_TIMEOUT_S)
+        except (OSError, SandboxError):
+            ready, timed_out = None, False
+        if ready is None or ready.get("ready") is not True:
+            self.close()
+            raise SandboxError(
+                f"the session's sandbox did not start within {STARTUP_TIMEOUT_S:.0f} s"
+                if timed_out
+                else "the session's sandbox exited while starting"
+            )
         if self._started:
             self.restarts += 1
         self._started = True
@@ -137,6 +151,10 @@ class Session:
         Returns:
             The call's ``Result``; ``exit_code`` is 0, or 1 after an uncaught exception (its
             traceback is in ``stderr``).
+
+        Raises:
+            SandboxError: a new sandbox did not start (it exited, or took longer than
+                ``STARTUP_TIMEOUT_S``); the call's own deadline counts from once it is up.
         """
         if not self.alive:
             self.close()

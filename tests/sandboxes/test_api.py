@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import sandboxes
-from sandboxes import Limits, Pool, SandboxUnavailableError, Session
+from sandboxes import Limits, Pool, SandboxError, SandboxUnavailableError, Session
 
 
 def test_run_feeds_stdin_and_files(backend):
@@ -93,3 +93,26 @@ def test_docker_backend_runs_without_network(docker_backend):
     assert result.stdout == "BLOCKED\n"
     big = docker_backend.run("x = bytearray(2 * 1024**3)", limits=Limits(memory_mb=128))
     assert big.oom_killed
+
+
+def test_a_calls_deadline_starts_once_the_sandbox_is_up(bwrap):
+    # a sandbox that takes a second to boot (as bwrap and Docker did under CI's load): the first
+    # call's half-second deadline is the code's, so it answers, and nothing restarts
+    class SlowToStart(type(bwrap)):
+        def spawn(self, argv, files, limits):
+            slow = ["/bin/sh", "-c", 'sleep 1; exec "$@"', "sh", *argv]
+            return super().spawn(slow, files, limits)
+
+    with Session(SlowToStart(), timeout_s=0.5) as session:
+        result = session.run("6 * 7")
+        assert (result.stdout, result.timed_out, session.restarts) == ("42\n", False, 0)
+        assert result.duration_s < 0.5
+
+
+def test_a_sandbox_that_dies_while_starting_is_one_clear_error(bwrap):
+    class DiesAtStart(type(bwrap)):
+        def spawn(self, argv, files, limits):
+            return super().spawn(["/bin/sh", "-c", "exit 3"], files, limits)
+
+    with Session(DiesAtStart()) as session, pytest.raises(SandboxError, match="while starting"):
+        session.run("1")
