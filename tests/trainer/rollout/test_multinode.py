@@ -17,7 +17,7 @@ from trainer.rollout.env_actor import launch_env_managers  # noqa: E402
 from trainer.rollout.scheduler import RolloutScheduler  # noqa: E402
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def two_nodes():
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
     second = cluster.add_node(num_cpus=1, resources={"env_node": 1})
