@@ -75,7 +75,8 @@ class Session:
         self._buffer = b""
 
     # ------------------------------------------------------------------ lifecycle
-    def _start(self) -> None:
+    def _start(self) -> Result | None:
+        """Starts the sandbox and waits for its driver; a failed ``Result`` if it did not start."""
         files = {**self.files, _DRIVER_NAME: driver_source()}
         # the CPU limit covers the whole session, so it gets no per-call backstop
         session_limits = Limits(
@@ -97,14 +98,23 @@ class Session:
             ready, timed_out = None, False
         if ready is None or ready.get("ready") is not True:
             self.close()
-            raise SandboxError(
-                f"the session's sandbox did not start within {STARTUP_TIMEOUT_S:.0f} s"
-                if timed_out
-                else "the session's sandbox exited while starting"
+            return Result(
+                stdout="",
+                stderr=(
+                    f"the session's sandbox did not start within {STARTUP_TIMEOUT_S:.0f} s"
+                    if timed_out
+                    else "the session's sandbox exited while starting"
+                ),
+                exit_code=None,
+                timed_out=timed_out,
+                oom_killed=False,
+                duration_s=0.0,
+                output_truncated=False,
             )
         if self._started:
             self.restarts += 1
         self._started = True
+        return None
 
     def close(self) -> None:
         """Kills the sandbox and frees what it held; a later ``run`` starts a new one."""
@@ -152,13 +162,15 @@ class Session:
             The call's ``Result``; ``exit_code`` is 0, or 1 after an uncaught exception (its
             traceback is in ``stderr``).
 
-        Raises:
-            SandboxError: a new sandbox did not start (it exited, or took longer than
-                ``STARTUP_TIMEOUT_S``); the call's own deadline counts from once it is up.
+            A sandbox that has to start first gets up to ``STARTUP_TIMEOUT_S`` to do so, and the
+            call's own deadline counts from once it is up; one that exits while starting, or
+            takes longer, gives a failed ``Result`` saying so (``exit_code`` None).
         """
         if not self.alive:
             self.close()
-            self._start()
+            failure = self._start()
+            if failure is not None:
+                return failure
         timeout = self.limits.timeout_s if timeout_s is None else timeout_s
         start = time.monotonic()
         request = json.dumps({"code": code, "max_output": self.limits.max_output_bytes}) + "\n"
