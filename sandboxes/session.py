@@ -30,6 +30,26 @@ STARTUP_TIMEOUT_S = 60.0
 _MARK = MARK.encode()
 
 
+def _unanswered(
+    why: str,
+    *,
+    exit_code: int | None = None,
+    timed_out: bool = False,
+    duration_s: float = 0.0,
+    truncated: bool = False,
+) -> Result:
+    """The result of a call the driver never answered (its sandbox is gone), ``why`` as stderr."""
+    return Result(
+        stdout="",
+        stderr=why,
+        exit_code=exit_code,
+        timed_out=timed_out,
+        oom_killed=False,
+        duration_s=duration_s,
+        output_truncated=truncated,
+    )
+
+
 def driver_source() -> str:
     """The REPL driver's source, written into the sandbox's work dir."""
     return resources.files("sandboxes").joinpath("repl_driver.py").read_text()
@@ -98,18 +118,11 @@ class Session:
             ready, timed_out = None, False
         if ready is None or ready.get("ready") is not True:
             self.close()
-            return Result(
-                stdout="",
-                stderr=(
-                    f"the session's sandbox did not start within {STARTUP_TIMEOUT_S:.0f} s"
-                    if timed_out
-                    else "the session's sandbox exited while starting"
-                ),
-                exit_code=None,
+            return _unanswered(
+                f"the session's sandbox did not start within {STARTUP_TIMEOUT_S:.0f} s"
+                if timed_out
+                else "the session's sandbox exited while starting",
                 timed_out=timed_out,
-                oom_killed=False,
-                duration_s=0.0,
-                output_truncated=False,
             )
         if self._started:
             self.restarts += 1
@@ -185,18 +198,14 @@ class Session:
             # timed out, crashed, or answered garbage: this sandbox is done for
             exit_code = self._exit_code_after_kill()
             self.close()
-            return Result(
-                stdout="",
-                stderr=(
-                    "session killed at its deadline; its state is lost"
-                    if timed_out
-                    else "the session's process died; its state is lost"
-                ),
+            return _unanswered(
+                "session killed at its deadline; its state is lost"
+                if timed_out
+                else "the session's process died; its state is lost",
                 exit_code=exit_code,
                 timed_out=timed_out,
-                oom_killed=False,
                 duration_s=duration,
-                output_truncated=overflow,
+                truncated=overflow,
             )
         stderr = str(reply.get("stderr", ""))
         return Result(
