@@ -18,6 +18,10 @@ number of micro-batches (the longest count, the others padded with weightless fi
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+from collections.abc import Iterator
+
 import torch
 import torch.distributed as dist
 from torch import nn
@@ -297,9 +301,10 @@ class DeepSpeedStrategy(_ShardedStrategy):
             "zero_allow_untested_optimizer": True,  # torch's AdamW, on purpose
             "steps_per_print": 2**31 - 1,
         }
-        self.engine, wrapped, _, _ = deepspeed.initialize(
-            model=self.scorer, optimizer=optimizer, config=config
-        )
+        with _without_shared_memory_kernel():
+            self.engine, wrapped, _, _ = deepspeed.initialize(
+                model=self.scorer, optimizer=optimizer, config=config
+            )
         if not (self._offload_optimizer or self._offload_params):
             _share_master_partitions(wrapped, self.zero_stage)
         if self.zero_stage == 3 and not (self._offload_optimizer or self._offload_params):
@@ -408,6 +413,25 @@ class DeepSpeedStrategy(_ShardedStrategy):
             buffer = self.optimizer.grad_partitions_flat_buffer
             held["gradient_buffer"] = buffer.numel() * buffer.element_size()
         return held
+
+
+@contextlib.contextmanager
+def _without_shared_memory_kernel() -> Iterator[None]:
+    """Starts DeepSpeed's communication backend without its shared-memory C++ kernel.
+
+    On a CPU, DeepSpeed's backend builds ``deepspeed_shm_comm`` when it starts: a C++ compile
+    of 2 minutes on this 2-core machine, on each machine's first run, for a kernel that only
+    its ``inference_all_reduce`` calls. Training reduces through the workers' gloo process
+    group, so the backend is started without the kernel.
+    """
+    # the submodule itself: ``deepspeed.comm.torch`` names the torch package it imports
+    backend = importlib.import_module("deepspeed.comm.torch")
+    build = backend.build_shm_op
+    backend.build_shm_op = lambda: None
+    try:
+        yield
+    finally:
+        backend.build_shm_op = build
 
 
 class _GradientBuffer:
