@@ -57,7 +57,7 @@ def test_the_cli_trains_on_fsdp2_and_resumes_on_deepspeed(tmp_path):
         TORCH_EXTENSIONS_DIR=str(extensions),
     )  # fmt: skip
     assert second.returncode == 0, second.stderr[-2000:]
-    assert not extensions.exists() or not any(extensions.rglob("*.so"))
+    assert not any(extensions.rglob("*.so"))
     assert f"Resumed from {tmp_path / 'checkpoints' / 'step-1'} at step 1." in second.stdout
     assert "step 2/2" in second.stdout and "step 1/2" not in second.stdout
     assert checkpoint_step(latest_checkpoint(tmp_path)) == 2
