@@ -13,11 +13,16 @@ own update (measured on the CPU: 1.8e-5 with a value head and a KL term).
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 
 import pytest
 import torch
 
-pytest.importorskip("megatron.core", reason="pip install 'rollenv[megatron]'")
+# found, not imported: megatron-core takes 8 s to import, which every pytest-xdist worker would
+# pay while collecting; the strategy imports it where a test builds one
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("megatron.core") is None, reason="pip install 'rollenv[megatron]'"
+)
 
 from tests.trainer.megatron_world import (  # noqa: E402
     cpu_forward_patches,

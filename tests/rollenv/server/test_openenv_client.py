@@ -7,10 +7,15 @@ import pytest
 import rollenv
 from rollenv.policies import oracle_for
 
-openenv_core = pytest.importorskip("openenv.core", reason="needs openenv-core")
+
+@pytest.fixture(scope="module")
+def openenv_core():
+    """openenv-core, imported only where its tests run: it imports gradio (10 s here), which
+    every pytest-xdist worker would pay while collecting."""
+    return pytest.importorskip("openenv.core", reason="needs openenv-core")
 
 
-def test_openenv_client_plays_an_episode_to_success(server_url: str) -> None:
+def test_openenv_client_plays_an_episode_to_success(server_url: str, openenv_core) -> None:
     local = rollenv.make("Sokoban-v0")
     observation, info = local.reset(seed=21)
     oracle = oracle_for(local)
@@ -33,7 +38,7 @@ def test_openenv_client_plays_an_episode_to_success(server_url: str) -> None:
         assert state["step_count"] == steps and state["env_id"] == "Sokoban-v0"
 
 
-def test_openenv_client_sees_errors_and_the_session_goes_on(server_url: str) -> None:
+def test_openenv_client_sees_errors_and_the_session_goes_on(server_url: str, openenv_core) -> None:
     with openenv_core.GenericEnvClient(base_url=server_url).sync() as client:
         with pytest.raises(RuntimeError, match=r"Did you mean: 'Sokoban-v0'.*UNKNOWN_ENV"):
             client.reset(env_id="Sokobn-v0")
