@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import copy
 import difflib
-import gc
 import random
 import warnings
 from typing import Any, ClassVar
@@ -90,12 +89,12 @@ def _new_gem_env(entry: GemEntry) -> Any:
     prototype = _PROTOTYPES.get(entry.gem_id)
     if prototype is None:
         registration = import_gem()
-        # GEM's constructors play an unseeded reset; reasoning-gym's arc_agi leaves a data file
-        # for the garbage collector to close (a ResourceWarning that is none of the caller's)
+        # GEM's constructors play an unseeded reset; reasoning-gym's arc_agi opens a data file
+        # it never closes (a ResourceWarning, raised as the constructor drops it, that is none
+        # of the caller's)
         with global_state_restored(), warnings.catch_warnings():
             warnings.simplefilter("ignore", ResourceWarning)
             prototype = registration.make(entry.gem_id)
-            gc.collect()
         if entry.kind == "task":
             prototype.ds = RememberedItems(prototype.ds)
         _PROTOTYPES[entry.gem_id] = prototype
