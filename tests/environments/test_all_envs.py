@@ -161,7 +161,11 @@ def test_same_seed_gives_same_puzzle_and_trajectory(env_id):
     if env_id in ADAPTED_IDS:
         # many adapted games start from one board (chess), hide what the seed drew (Mastermind's
         # code) or state it in the rules (TextArena's Countdown numbers): the seed shows in the
-        # instruction (part of the record) or the episode, the same replies meeting other answers
+        # instruction (part of the record) or the episode, the same replies meeting other answers.
+        # Ten seeds, each a new instance: a game that ignored the seed would play one episode
+        # ten times, where more than two are asked for (these 195 tests took 200 s with 20
+        # seeds, 150 s with 10)
+        seeds = range(8 if slow else 10)
         steps = 2 if slow else 6
         episodes = {str(_trajectory(env_id, seed=s, steps=steps, policy_seed=0)) for s in seeds}
         assert len(episodes) > len(seeds) // 4, "different seeds should give different episodes"
