@@ -37,6 +37,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import importlib
@@ -78,14 +79,29 @@ _DISCARD = _Discard()
 
 
 class _Quiet:
-    """Sends stdout and stderr to ``_DISCARD`` inside ``with`` (cheaper than contextlib's)."""
+    """Sends stdout and stderr to ``_DISCARD`` inside ``with`` (cheaper than contextlib's).
+
+    With ``rng``, that env's private random state is active inside too: one ``with`` around
+    each call into the game (this is on every step's path, where a microsecond is 5-10% of a
+    cheap game's own step).
+    """
+
+    def __init__(self, rng: GlobalRandomState | None = None) -> None:
+        self._rng = rng
+        self._saved: list[tuple[Any, Any]] = []
 
     def __enter__(self) -> None:
-        self._saved = sys.stdout, sys.stderr
+        self._saved.append((sys.stdout, sys.stderr))
         sys.stdout = sys.stderr = _DISCARD  # type: ignore[assignment]
+        if self._rng is not None:
+            self._rng.__enter__()
 
     def __exit__(self, *exc_info: object) -> None:
-        sys.stdout, sys.stderr = self._saved
+        try:
+            if self._rng is not None:
+                self._rng.__exit__(None, None, None)
+        finally:
+            sys.stdout, sys.stderr = self._saved.pop()
 
 
 def _quiet() -> _Quiet:
@@ -108,13 +124,29 @@ def _game_factory(game_id: str) -> tuple[Callable[[], Any], bool, bool]:
     )
 
 
+#: TextArena's message kinds (``ObservationType`` members) by their names, filled as met
+_KIND_NAMES: dict[Any, str] = {}
+
+
+def _kind_name(kind: Any) -> str:
+    """The name of a kind ``_KIND_NAMES`` does not hold yet, which it then holds."""
+    name = getattr(kind, "name", None) or str(kind)
+    with contextlib.suppress(TypeError):  # an unhashable kind is named each time
+        _KIND_NAMES[kind] = name
+    return name
+
+
 def _messages(raw: list[Any]) -> list[tuple[int, str, str]]:
     """TextArena's messages as (sender, text, kind name); a few games file bare strings."""
     messages = []
     for message in raw:
-        if isinstance(message, tuple) and len(message) == 3:
+        if type(message) is tuple and len(message) == 3:
             sender, text, kind = message
-            messages.append((sender, str(text), getattr(kind, "name", str(kind))))
+            try:
+                name = _KIND_NAMES[kind]
+            except (KeyError, TypeError):
+                name = _kind_name(kind)
+            messages.append((sender, text if type(text) is str else str(text), name))
         else:
             messages.append((GAME_ID, str(message), "GAME_MESSAGE"))
     return messages
@@ -183,6 +215,7 @@ class TextArenaEnv(TextEnv):
         with _quiet():
             self._game = self._new_game()
         self._rng = GlobalRandomState(numpy=self.game.numpy_random)
+        self._in_game = _Quiet(self._rng)  # stdout silenced and the private random state on
         self._prompts: dict[int, str] = {}
         self._views: dict[int, list[str]] = {}
         self._recent: dict[int, list[tuple[int, str, str]]] = {}
@@ -226,7 +259,7 @@ class TextArenaEnv(TextEnv):
         self._done = self._success = False
         self._words = None
         self.moves_sent = []
-        with _quiet(), self._rng:
+        with self._in_game:
             # a new game each episode: some keep state across resets (SpiteAndMalice's deck)
             self._game = self._new_game()
             self._game.reset(num_players=self.game.players, seed=self.textarena_seed)
@@ -259,7 +292,7 @@ class TextArenaEnv(TextEnv):
         self.actions_taken += 1
         mover = "agent"
         try:
-            with _quiet(), self._rng:
+            with self._in_game:
                 refused, done = self._play(self.agent_seat, str(texts[0]))
                 if refused and not done:
                     messages = self._take_messages(self.agent_seat)
@@ -365,8 +398,8 @@ class TextArenaEnv(TextEnv):
         else:
             raw, state.observations[seat] = state.observations.get(seat, []), []
         messages = _messages(raw)
-        if any(kind == "PROMPT" for _, _, kind in messages):
-            prompts = [text for _, text, kind in messages if kind == "PROMPT"]
+        prompts = [text for _, text, kind in messages if kind == "PROMPT"]
+        if prompts:
             self._prompts[seat] = self._prompts.get(seat, "") + "".join(prompts)
             messages = [m for m in messages if m[2] != "PROMPT"]
         if messages:
@@ -384,12 +417,15 @@ class TextArenaEnv(TextEnv):
         return f"[{role}] {text}"
 
     def _render(self, messages: list[tuple[int, str, str]], seat: int) -> str:
-        boards = [i for i, (_, _, kind) in enumerate(messages) if kind == "GAME_BOARD"]
+        last_board = -1
+        for index, message in enumerate(messages):
+            if message[2] == "GAME_BOARD":
+                last_board = index
         lines = []
         for index, (sender, text, kind) in enumerate(messages):
             if kind == "PROMPT" or (kind == "PLAYER_ACTION" and sender == seat):
                 continue
-            if kind == "GAME_BOARD" and index != boards[-1]:
+            if kind == "GAME_BOARD" and index != last_board:
                 continue
             lines.append(self._line(sender, text, kind))
         if self._done:
