@@ -10,11 +10,17 @@ families are declared the same way; theirs load when ``rollenv`` is imported (so
 ``gymnasium.make("rollenv/Sokoban-v0")`` works right after ``import rollenv``), every other
 plugin's the first time the registry is used. A plugin that fails to import or to register is
 reported in a ``RuntimeWarning`` naming it, and never stops the others from loading.
+
+A family whose own modules import ``rollenv`` (``from rollenv.text_env import TextEnv``) may be
+imported before it: ``from environments.gem.env import GemEnv`` first runs ``rollenv``'s import,
+which would run that family's registration while its package is still half-imported. Such a
+plugin is put off (``deferred``) and loaded at the registry's next read, once the import is done.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
+import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -43,6 +49,7 @@ def load_plugins(
     *,
     distribution: str | None = None,
     skip: set[tuple[str, str]] | None = None,
+    deferred: list[str] | None = None,
 ) -> list[PluginFailure]:
     """Calls every registration function of ``group``, each through ``run(name, function)``.
 
@@ -55,6 +62,8 @@ def load_plugins(
         distribution: only the entry points of this distribution (``"rollenv"``: the built-in
             families); ``None`` for every installed one.
         skip: ``(name, value)`` of entry points already loaded; those loaded now are added.
+        deferred: gets the names of the plugins whose package is being imported right now
+            (neither loaded nor added to ``skip``: the caller loads them later).
     """
     failures = []
     seen = skip if skip is not None else set()
@@ -69,6 +78,10 @@ def load_plugins(
     for entry_point in entry_points:
         # the same distribution can be visible twice (e.g. an editable install plus sys.path)
         if (entry_point.name, entry_point.value) in seen:
+            continue
+        if _being_imported(entry_point.module):
+            if deferred is not None:
+                deferred.append(entry_point.name)
             continue
         seen.add((entry_point.name, entry_point.value))
         try:
@@ -96,3 +109,14 @@ def load_plugins(
                 stacklevel=3,
             )
     return failures
+
+
+def _being_imported(module: str) -> bool:
+    """Whether ``module`` or a module under it is half-way through its import right now."""
+    prefix = module + "."
+    # importlib marks a module's spec while the module's code runs
+    return any(
+        getattr(getattr(loaded, "__spec__", None), "_initializing", False)
+        for name, loaded in list(sys.modules.items())
+        if name == module or name.startswith(prefix)
+    )

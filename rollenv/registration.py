@@ -172,14 +172,16 @@ class EnvRegistry(Mapping[str, EnvSpec]):
             if self._plugins_loaded or self._plugins_loading:
                 return
             self._plugins_loading = True
+            deferred: list[str] = []
             try:
                 self._load_builtin()
                 self.plugin_failures += load_plugins(
-                    self._run_plugin, skip=self._loaded_entry_points
+                    self._run_plugin, skip=self._loaded_entry_points, deferred=deferred
                 )
             finally:
                 self._plugins_loading = False
-                self._plugins_loaded = True
+                # a plugin whose package is half-imported is tried again at the next read
+                self._plugins_loaded = not deferred
 
     def load_builtin(self) -> None:
         """Registers rollenv's own ids, once: ``Mixture-v0`` and its distribution's families."""
@@ -196,6 +198,7 @@ class EnvRegistry(Mapping[str, EnvSpec]):
         if self._builtin_loaded:
             return
         self._builtin_loaded = True
+        # a family put off here (its package is being imported) loads with the other plugins
         self.plugin_failures += load_plugins(
             self._run_plugin, distribution="rollenv", skip=self._loaded_entry_points
         )

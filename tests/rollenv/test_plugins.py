@@ -7,6 +7,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 
 def _write_distribution(root: Path, name: str, module: str, entry_points: str, code: str) -> None:
     (root / f"{module}.py").write_text(textwrap.dedent(code))
@@ -142,3 +144,32 @@ def test_a_plugin_lists_an_env_it_cannot_run_with_the_reason(tmp_path):
     assert any(line.split() == ["corpusgame", "1", "1"] for line in family.splitlines())
     assert result.returncode == 2
     assert "'NeedsCorpus-v0' is not available here: needs the nltk corpus" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("first_import", "namespace"),
+    [("environments.gem.env", "gem/"), ("environments.textarena.env", "textarena/")],
+)
+def test_a_family_module_imported_before_rollenv_still_registers(first_import, namespace):
+    # the module's own `from rollenv... import` runs rollenv's import, which registers the
+    # built-in families while this one's package is half-imported: it must be put off, not lost
+    code = textwrap.dedent(
+        f"""
+        import {first_import}
+        import rollenv
+
+        ids = [i for i in rollenv.registry if i.startswith({namespace!r})]
+        unavailable = [i for i in rollenv.registry.unavailable if i.startswith({namespace!r})]
+        print(len(ids) + len(unavailable), len(rollenv.registry.plugin_failures))
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-W", "error::RuntimeWarning", "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    registered, failures = map(int, result.stdout.split())
+    assert registered > 50
+    assert failures == 0

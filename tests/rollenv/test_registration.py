@@ -90,7 +90,7 @@ def test_a_thread_reading_the_registry_while_another_loads_plugins_waits_for_the
     spec = registration.EnvSpec("ThreadedLoad-v0", "environments.frozenlake.env:FrozenLakeEnv")
     loading, read_done = threading.Event(), threading.Event()
 
-    def slow_plugins(run, *, distribution=None, skip=None):
+    def slow_plugins(run, *, distribution=None, skip=None, deferred=None):
         if distribution is not None:  # the built-in families: none in this registry
             return []
         loading.set()
@@ -103,7 +103,7 @@ def test_a_thread_reading_the_registry_while_another_loads_plugins_waits_for_the
     monkeypatch.setattr(registration, "load_plugins", slow_plugins)
     loader = threading.Thread(target=registry.load_plugins)
     loader.start()
-    loading.wait()
+    assert loading.wait(timeout=30), "the loader thread never reached the plugins"
     seen = list(registry)  # read from this thread while the plugins load
     read_done.set()
     loader.join()
