@@ -69,6 +69,19 @@ class MixMemberConfig(_Section):
 MIXTURE_ID = "Mixture-v0"
 
 
+class CurriculumConfig(_Section):
+    """``env.curriculum``: raise the integer ``env.kwargs[kwarg]`` by ``increment`` each time
+    the training episodes' sampled success, averaged over the last ``window`` steps, reaches
+    ``raise_at``, up to ``stop`` (:class:`trainer.curriculum.Curriculum`). The evaluation
+    envs keep ``env.eval_kwargs``."""
+
+    kwarg: str
+    stop: int
+    increment: int = Field(1, gt=0)
+    raise_at: float = Field(0.4, gt=0.0, le=1.0)
+    window: int = Field(5, gt=0)
+
+
 class EnvConfig(_Section):
     """The env of a run: ``id`` with ``kwargs``, or a mix of envs.
 
@@ -97,6 +110,7 @@ class EnvConfig(_Section):
     max_context_tokens: int = Field(2048, gt=0)
     constrain_to_actions: bool = False
     reply_prefix: str = ""
+    curriculum: CurriculumConfig | None = None
 
     @field_validator("mix", mode="before")
     @classmethod
@@ -137,6 +151,30 @@ class EnvConfig(_Section):
                     "own kwargs (env.mix.<id>: {ratio: r, kwargs: {...}}), there are no "
                     "evaluation-only ones"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _curriculum_knob(self) -> EnvConfig:
+        curriculum = self.curriculum
+        if curriculum is None:
+            return self
+        if self.mix is not None:
+            raise ValueError(
+                "env.curriculum raises one of env.kwargs, which a mix does not have: train "
+                "one env id with it"
+            )
+        start = self.kwargs.get(curriculum.kwarg)
+        if isinstance(start, bool) or not isinstance(start, int):
+            raise ValueError(
+                f"env.curriculum.kwarg={curriculum.kwarg!r} must name an integer of env.kwargs, "
+                f"its starting value (env.kwargs has {sorted(self.kwargs) or 'nothing'}), e.g. "
+                f"env.kwargs.{curriculum.kwarg}=4"
+            )
+        if curriculum.stop <= start:
+            raise ValueError(
+                f"env.curriculum.stop={curriculum.stop} must be above the starting value "
+                f"env.kwargs.{curriculum.kwarg}={start}"
+            )
         return self
 
     @property
@@ -457,6 +495,11 @@ class Config(_Section):
                     "generation.dtype=bfloat16 samples from a rounded copy of the policy: set "
                     "algorithm.old_logprobs=recompute"
                 )
+        if self.env.curriculum is not None and self.rollout.mode != "local":
+            raise ValueError(
+                "env.curriculum needs rollout.mode=local (the Ray env manager actors keep the "
+                "kwargs they were started with)"
+            )
         if self.algorithm.dynamic_sampling and self.rollout.mode != "local":
             raise ValueError(
                 "algorithm.dynamic_sampling needs rollout.mode=local (the Ray rollouts do not "

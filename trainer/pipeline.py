@@ -38,6 +38,7 @@ from trainer.batch import TokenBatch
 from trainer.checkpoint import checkpoint_step, latest_checkpoint, save_checkpoint
 from trainer.config import Config
 from trainer.credit import assign_credit, samples_of
+from trainer.curriculum import Curriculum
 from trainer.generation.from_config import (
     check_generation_backend,
     generator_for,
@@ -246,6 +247,10 @@ class Pipeline:
                 config, self.tokenizer, self.generator, 1, self.eval_sampling,
                 reward_pool=self.reward_pool, evaluation=True,
             )  # fmt: skip
+        self.curriculum: Curriculum | None = None
+        if config.env.curriculum is not None:
+            knob = config.env.curriculum.kwarg
+            self.curriculum = Curriculum(config.env.curriculum, start=config.env.kwargs[knob])
         self.step = 0
         self.metrics = MetricsLogger(self.run_dir, config.train.loggers, config.model_dump())
         if resume:
@@ -452,8 +457,10 @@ class Pipeline:
         timings["time/weight_sync"] = time.perf_counter() - clock
 
         self.step = step
+        played = rollout_metrics(generated, "rollout")
         metrics = {
-            **rollout_metrics(generated, "rollout"),
+            **played,
+            **self._advance_curriculum(played["rollout/success"]),
             **(self.rollouts.metrics() if self.rollouts is not None else {}),
             **filter_metrics,
             **sampling_metrics,
@@ -468,6 +475,22 @@ class Pipeline:
             ),
         }
         return metrics
+
+    def _advance_curriculum(self, success: float) -> dict[str, float]:
+        """Gives the step's sampled success to the curriculum; when it raises its kwarg, the
+        training envs are made again with the new value (from the next step on)."""
+        if self.curriculum is None:
+            return {}
+        raised = self.curriculum.observe(success)
+        if raised is not None:
+            self._set_curriculum_level(raised)
+            self._log(f"step {self.step}: curriculum raised {self.curriculum.kwarg} to {raised}")
+        return {f"curriculum/{self.curriculum.kwarg}": float(self.curriculum.value)}
+
+    def _set_curriculum_level(self, value: int) -> None:
+        assert self.curriculum is not None
+        self.manager.close()  # its envs were made with the old value
+        self.manager.env_kwargs[self.curriculum.kwarg] = value
 
     def evaluate(self) -> dict[str, float]:
         """Greedy episodes on the held-out seeds ``0 .. eval_groups - 1``."""
@@ -565,6 +588,7 @@ class Pipeline:
                     "torch_rng": torch.get_rng_state(),
                     "python_rng": random.getstate(),
                     "numpy_rng": np.random.get_state(),
+                    "curriculum": self.curriculum.state_dict() if self.curriculum else None,
                 },
                 folder / "trainer_state.pt",
             )
@@ -582,6 +606,9 @@ class Pipeline:
         torch.set_rng_state(state["torch_rng"])
         random.setstate(state["python_rng"])
         np.random.set_state(state["numpy_rng"])
+        if self.curriculum is not None and state.get("curriculum") is not None:
+            self.curriculum.load_state_dict(state["curriculum"])
+            self._set_curriculum_level(self.curriculum.value)
         self.step = checkpoint_step(folder)
         self._sync_weights(version=self.step)
         self.metrics.truncate_after(self.step)
