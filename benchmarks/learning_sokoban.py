@@ -75,6 +75,7 @@ from trainer.generation import make_generator
 from trainer.generation.from_config import sampling_params
 from trainer.pipeline import Pipeline, rollout_metrics
 from trainer.rollout.env_manager import EnvManager
+from trainer.rollout.trajectory import Trajectory
 from trainer.sft import OracleSFT
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -181,8 +182,37 @@ class Evaluator:
             metrics = rollout_metrics(trajectories, "eval")
             results[env_id] = {k.removeprefix("eval/"): v for k, v in metrics.items()}
             results[env_id]["seeds"] = count
+            by_length = success_by_optimal_length(manager, trajectories)
+            if by_length:
+                results[env_id]["success_by_optimal_length"] = by_length
         self.seconds += time.perf_counter() - started
         return results
+
+
+def success_by_optimal_length(
+    manager: EnvManager, trajectories: list[Trajectory]
+) -> dict[str, dict[str, float]]:
+    """Success grouped by the length of each board's shortest solution, for an env whose reset
+    reports it (``info["optimal_plan_length"]``, Sokoban's); ``{}`` for one that does not.
+
+    Returns:
+        ``{length: {"episodes": n, "success": rate}}``, lengths in order (as strings, for JSON).
+    """
+    env = manager.make_env()
+    try:
+        groups: dict[int, list[bool]] = {}
+        for trajectory in trajectories:
+            _, info = env.reset(seed=trajectory.seed)
+            length = info.get("optimal_plan_length")
+            if length is None:
+                return {}
+            groups.setdefault(int(length), []).append(trajectory.success)
+    finally:
+        env.close()
+    return {
+        str(length): {"episodes": len(won), "success": sum(won) / len(won)}
+        for length, won in sorted(groups.items())
+    }
 
 
 class Recorder:

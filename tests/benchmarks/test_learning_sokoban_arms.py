@@ -66,3 +66,28 @@ def test_the_evaluator_plays_the_presets_eval_kwargs(script):
     assert script.Evaluator.env_kwargs(evaluator, "FrozenLake-v0") == {
         "answer_format": config.env.kwargs["answer_format"]
     }
+
+
+def test_evaluation_success_is_split_by_the_boards_shortest_solution(script):
+    import rollenv
+    from rollenv.policies import oracle_for
+    from trainer.models import load_tokenizer
+    from trainer.rollout.env_manager import EnvManager
+
+    manager = EnvManager(
+        "SimpleSokoban-v0", load_tokenizer("tiny-random"), None, group_size=1, max_turns=10
+    )
+    seeds = list(range(12))
+    solved = manager.rollout(seeds, policy=oracle_for)
+    lengths = [
+        rollenv.make("SimpleSokoban-v0").reset(seed=s)[1]["optimal_plan_length"] for s in seeds
+    ]
+    by_length = script.success_by_optimal_length(manager, solved)
+    assert list(by_length) == [str(n) for n in sorted(set(lengths))]
+    assert {n: row["episodes"] for n, row in by_length.items()} == {
+        str(n): lengths.count(n) for n in set(lengths)
+    }
+    assert all(row["success"] == 1.0 for row in by_length.values())
+    # an env whose reset does not report the length gets no split
+    lake = EnvManager("FrozenLake-v0", load_tokenizer("tiny-random"), None, group_size=1)
+    assert script.success_by_optimal_length(lake, lake.rollout([0], policy=oracle_for)) == {}
