@@ -478,14 +478,19 @@ class Pipeline:
 
     def _advance_curriculum(self, success: float) -> dict[str, float]:
         """Gives the step's sampled success to the curriculum; when it raises its kwarg, the
-        training envs are made again with the new value (from the next step on)."""
+        training envs are made again with the new value (from the next step on).
+
+        Returns:
+            ``curriculum/<kwarg>``: the value this step's episodes were played with.
+        """
         if self.curriculum is None:
             return {}
+        played_with = self.curriculum.value
         raised = self.curriculum.observe(success)
         if raised is not None:
             self._set_curriculum_level(raised)
             self._log(f"step {self.step}: curriculum raised {self.curriculum.kwarg} to {raised}")
-        return {f"curriculum/{self.curriculum.kwarg}": float(self.curriculum.value)}
+        return {f"curriculum/{self.curriculum.kwarg}": float(played_with)}
 
     def _set_curriculum_level(self, value: int) -> None:
         assert self.curriculum is not None

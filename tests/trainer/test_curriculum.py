@@ -103,13 +103,15 @@ def test_a_run_raises_the_training_boards_and_resume_keeps_the_level(tmp_path):
     pipeline = Pipeline(load_config(None, overrides), log=None)
     first = pipeline.train_step()
     assert first["rollout/success"] > 0.01  # random play solves about half of 2-move boards
-    assert first["curriculum/max_solution_length"] == 3.0
+    assert first["curriculum/max_solution_length"] == 2.0  # what the step played with
+    assert pipeline.curriculum.value == 3
     assert pipeline.manager.env_kwargs["max_solution_length"] == 3
     # the next step's envs are made with the new bound; evaluation keeps its own
     assert pipeline.manager.make_env().unwrapped.max_solution_length == 3
     assert pipeline.eval_manager.make_env().unwrapped.max_solution_length == 2
     second = pipeline.train_step()
-    assert second["curriculum/max_solution_length"] == 3.0  # at stop: stays
+    assert second["curriculum/max_solution_length"] == 3.0
+    assert pipeline.curriculum.value == 3  # at stop: stays
     pipeline.save()
     pipeline.close()
 
