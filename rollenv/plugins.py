@@ -13,8 +13,13 @@ reported in a ``RuntimeWarning`` naming it, and never stops the others from load
 
 A family whose own modules import ``rollenv`` (``from rollenv.text_env import TextEnv``) may be
 imported before it: ``from environments.gem.env import GemEnv`` first runs ``rollenv``'s import,
-which would run that family's registration while its package is still half-imported. Such a
-plugin is put off (``deferred``) and loaded at the registry's next read, once the import is done.
+which runs that family's registration while ``environments.gem.env`` is still half-imported.
+That is fine as long as ``register()`` does not need the half-imported module, and then
+``gymnasium.make("gem/...")`` works right away. A plugin whose ``register`` is not defined yet
+(its own module is the one being imported) or fails because it reads a module of its package
+that is, is put off (``deferred``) and loaded at the registry's next read, once the import is
+done; a family keeps its package's ``__init__`` free of ``rollenv`` imports so that this never
+happens to it.
 """
 
 from __future__ import annotations
@@ -79,11 +84,11 @@ def load_plugins(
         # the same distribution can be visible twice (e.g. an editable install plus sys.path)
         if (entry_point.name, entry_point.value) in seen:
             continue
-        if _being_imported(entry_point.module):
+        if _being_imported(entry_point.module, submodules=False):
+            # its register() is not defined yet
             if deferred is not None:
                 deferred.append(entry_point.name)
             continue
-        seen.add((entry_point.name, entry_point.value))
         try:
             register_function = entry_point.load()
             if not callable(register_function):
@@ -91,7 +96,15 @@ def load_plugins(
                     f"{entry_point.value} is a {type(register_function).__name__}, not a function"
                 )
             run(entry_point.name, register_function)
+            seen.add((entry_point.name, entry_point.value))
         except Exception as error:  # noqa: BLE001 - a plugin may fail in any way
+            if _being_imported(entry_point.module, submodules=True):
+                # register() read a module of its package that is still half-imported (its
+                # ids were undone by ``run``): try again once that import is done
+                if deferred is not None:
+                    deferred.append(entry_point.name)
+                continue
+            seen.add((entry_point.name, entry_point.value))
             failure = PluginFailure(
                 name=entry_point.name,
                 target=entry_point.value,
@@ -111,12 +124,13 @@ def load_plugins(
     return failures
 
 
-def _being_imported(module: str) -> bool:
-    """Whether ``module`` or a module under it is half-way through its import right now."""
+def _being_imported(module: str, *, submodules: bool) -> bool:
+    """Whether ``module`` (or, with ``submodules``, a module under it) is half-way through its
+    import right now."""
     prefix = module + "."
     # importlib marks a module's spec while the module's code runs
     return any(
         getattr(getattr(loaded, "__spec__", None), "_initializing", False)
         for name, loaded in list(sys.modules.items())
-        if name == module or name.startswith(prefix)
+        if name == module or (submodules and name.startswith(prefix))
     )

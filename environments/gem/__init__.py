@@ -15,8 +15,6 @@ Example:
 from __future__ import annotations
 
 from environments.gem.catalog import CATALOG, NEEDS_NLTK_WORDS, GemEntry
-from environments.gem.runtime import gem_installed
-from rollenv.nltk_data import nltk_resource_installed
 
 # gem-llm 0.1.0 pins reasoning-gym==0.1.23 and nltk==3.9.1: installed with its dependencies it
 # would downgrade them for every family; [gem] brings what it needs, gem-llm comes without pins
@@ -45,8 +43,11 @@ def registrations(*, gem_installed: bool, has_nltk_words: bool) -> list[tuple[Ge
 
 def register() -> None:
     """Registers every GEM id with rollenv (the ``rollenv.envs`` entry point ``gem``)."""
-    # imported here: this module is imported while rollenv itself is being imported
+    # imported here, not at the top: so that importing this package (``import
+    # environments.gem.env`` before rollenv) never imports rollenv while it is half-imported
     import rollenv
+    from environments.gem.runtime import gem_installed
+    from rollenv.nltk_data import nltk_resource_installed
 
     installed = gem_installed()
     has_words = installed and nltk_resource_installed("corpora/words")

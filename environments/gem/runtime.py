@@ -12,8 +12,6 @@ import logging
 from functools import cache
 from types import ModuleType
 
-from rollenv.global_random import global_state_restored
-
 
 def gem_installed() -> bool:
     """Whether the ``gem`` package (``gem-llm``) can be imported, without importing it."""
@@ -28,6 +26,10 @@ def import_gem() -> ModuleType:
     not change how the caller's program logs, so the root logger's handlers and level are put
     back as they were.
     """
+    # imported here, so that importing this module never imports rollenv: rollenv's import
+    # registers the family, whose register() reads this module (see rollenv.plugins)
+    from rollenv.global_random import global_state_restored
+
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
     with global_state_restored():

@@ -23,8 +23,6 @@ import importlib.util
 import sys
 from dataclasses import dataclass
 
-from rollenv.nltk_data import nltk_resource_installed
-
 #: the reason of every game when TextArena itself is not installed
 INSTALL_HINT = "pip install 'rollenv[textarena]'"
 #: TextArena's games with a Python 3.12 f-string (nested quotes): a SyntaxError before 3.12
@@ -423,7 +421,15 @@ def unmet_requirement(game: Game) -> str | None:
             return "TextArena 0.7.4's module for it needs Python >= 3.12 (f-string syntax)"
         if kind == "module" and importlib.util.find_spec(value) is None:
             return f"needs the Python package {value!r} (pip install {value})"
-        if kind == "nltk" and not nltk_resource_installed(value):
+        if kind == "nltk" and not _nltk_resource_installed(value):
             name = value.rsplit("/", 1)[-1]
             return f"needs the NLTK data {name!r}: python -m nltk.downloader {name}"
     return None
+
+
+def _nltk_resource_installed(resource: str) -> bool:
+    # imported here, so that importing this module never imports rollenv: rollenv's import
+    # registers the family, whose register() reads this module (see rollenv.plugins)
+    from rollenv.nltk_data import nltk_resource_installed
+
+    return nltk_resource_installed(resource)

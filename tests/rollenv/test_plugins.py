@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -146,21 +147,37 @@ def test_a_plugin_lists_an_env_it_cannot_run_with_the_reason(tmp_path):
     assert "'NeedsCorpus-v0' is not available here: needs the nltk corpus" in result.stderr
 
 
-@pytest.mark.parametrize(
-    ("first_import", "namespace"),
-    [("environments.gem.env", "gem/"), ("environments.textarena.env", "textarena/")],
-)
-def test_a_family_module_imported_before_rollenv_still_registers(first_import, namespace):
+def _gymnasium_ids_by_module() -> dict[str, list[str]]:
+    """The Gymnasium ids of the built-in families, by the module their entry point names."""
+    import rollenv
+
+    by_module: dict[str, list[str]] = {}
+    for env_id in rollenv.registry:
+        spec = rollenv.spec(env_id)
+        if isinstance(spec.entry_point, str) and spec.entry_point.startswith("environments."):
+            module = spec.entry_point.split(":")[0]
+            by_module.setdefault(module, []).append(spec.gymnasium_id)
+    return by_module
+
+
+IDS_BY_MODULE = _gymnasium_ids_by_module()
+
+
+@pytest.mark.parametrize("first_import", sorted(IDS_BY_MODULE))
+def test_a_family_module_imported_before_rollenv_registers_its_ids_with_gymnasium(first_import):
     # the module's own `from rollenv... import` runs rollenv's import, which registers the
-    # built-in families while this one's package is half-imported: it must be put off, not lost
+    # built-in families while this module is half-imported: its family must still register,
+    # visible to gymnasium.make at once (no rollenv registry read first), and nothing fails
     code = textwrap.dedent(
         f"""
+        import json
         import {first_import}
+        import gymnasium
+
+        gymnasium_ids = sorted(gymnasium.envs.registry)
         import rollenv
 
-        ids = [i for i in rollenv.registry if i.startswith({namespace!r})]
-        unavailable = [i for i in rollenv.registry.unavailable if i.startswith({namespace!r})]
-        print(len(ids) + len(unavailable), len(rollenv.registry.plugin_failures))
+        print(json.dumps([gymnasium_ids, len(rollenv.registry.plugin_failures)]))
         """
     )
     result = subprocess.run(
@@ -170,6 +187,57 @@ def test_a_family_module_imported_before_rollenv_still_registers(first_import, n
         timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    registered, failures = map(int, result.stdout.split())
-    assert registered > 50
+    gymnasium_ids, failures = json.loads(result.stdout.splitlines()[-1])
+    missing = sorted(set(IDS_BY_MODULE[first_import]) - set(gymnasium_ids))
+    assert not missing, f"{len(missing)} ids missing from gymnasium, e.g. {missing[:3]}"
     assert failures == 0
+
+
+def test_a_plugin_whose_register_reads_a_half_imported_module_is_put_off_not_failed(tmp_path):
+    # lazyfam.data reads the registry while it is being imported, so the plugin's register()
+    # runs then, and its `from lazyfam.data import ...` finds the module half-done: the plugin
+    # must be put off (no warning, no failure) and registered at the next read
+    package = tmp_path / "lazyfam"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        textwrap.dedent(
+            """
+            def register():
+                import rollenv
+                from lazyfam.data import SIZE
+
+                rollenv.register(
+                    "LazyFam-v0", "environments.sokoban.env:SokobanEnv", kwargs={"dim_room": SIZE}
+                )
+            """
+        )
+    )
+    (package / "data.py").write_text(
+        "import rollenv\n\nKNOWN = len(rollenv.registry)\nSIZE = (5, 7)\n"
+    )
+    info = tmp_path / "lazyfam-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: lazyfam\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[rollenv.envs]\nlazyfam = lazyfam:register\n")
+    (info / "RECORD").write_text("")
+    script = textwrap.dedent(
+        """
+        import lazyfam.data
+        import rollenv
+
+        assert "LazyFam-v0" not in rollenv.registry.unavailable
+        obs, _ = rollenv.make("LazyFam-v0").reset(seed=0)
+        assert len(obs.splitlines()[0]) == 7, obs
+        assert rollenv.registry.plugin_failures == [], rollenv.registry.plugin_failures
+        print("OK")
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-W", "error::RuntimeWarning", "-c", script],
+        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "OK"
