@@ -81,15 +81,7 @@ def test_plugin_registers_an_env_and_a_broken_plugin_only_warns(tmp_path):
         print("OK")
         """
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script],
-        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "OK"
+    _assert_prints_ok(script, tmp_path)
 
 
 def test_a_plugin_lists_an_env_it_cannot_run_with_the_reason(tmp_path):
@@ -232,9 +224,14 @@ def test_a_plugin_whose_register_reads_a_half_imported_module_is_put_off_not_fai
         print("OK")
         """
     )
+    _assert_prints_ok(script, tmp_path, "-W", "error::RuntimeWarning")
+
+
+def _assert_prints_ok(script: str, plugin_path: Path, *python_options: str) -> None:
+    """Runs ``script`` in a fresh interpreter that sees only the plugins under ``plugin_path``."""
     result = subprocess.run(
-        [sys.executable, "-W", "error::RuntimeWarning", "-c", script],
-        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        [sys.executable, *python_options, "-c", script],
+        env={"PYTHONPATH": str(plugin_path), "PATH": "/usr/bin:/bin"},
         capture_output=True,
         text=True,
         timeout=120,
