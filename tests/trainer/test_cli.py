@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import pytest
 import rollenv
 from rollenv.policies import oracle_for, text_env_of
 from trainer.cli import main
+from trainer.config import load_config, preset_names
 
 INSTALLED_SCRIPT = Path(sys.executable).parent / "roll-agent"
 # the script pip installed beside this interpreter; else the module, with the same interpreter
@@ -249,3 +251,20 @@ def test_envs_does_not_import_torch_or_ray() -> None:
     )
 
     assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("preset", [n for n in preset_names() if n.endswith("-rl-only")])
+def test_each_rl_only_preset_trains_a_step_from_the_command_line(preset: str, tmp_path: Path):
+    pytest.importorskip("torch")
+    output = tmp_path / "run"
+    # the tiny model has 2 layers: train them all; 2 groups keep the step short
+    overrides = ["--set", "model.trainable_layers=null", "--set", "env.groups_per_step=2"]
+    args = ["train", "--env", preset, "--model", "tiny-random", "--steps", "1"]
+    assert main([*args, "--output", str(output), *overrides]) == 0
+
+    rows = [json.loads(line) for line in (output / "metrics.jsonl").read_text().splitlines()]
+    assert [row["step"] for row in rows if "rollout/success" in row] == [1]
+    curriculum = load_config(preset).env.curriculum
+    if curriculum is not None:  # the step played at the curriculum's first level
+        start = load_config(preset).env.kwargs[curriculum.kwarg]
+        assert rows[0][f"curriculum/{curriculum.kwarg}"] == start
