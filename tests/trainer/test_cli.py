@@ -264,7 +264,7 @@ def test_each_rl_only_preset_trains_a_step_from_the_command_line(preset: str, tm
 
     rows = [json.loads(line) for line in (output / "metrics.jsonl").read_text().splitlines()]
     assert [row["step"] for row in rows if "rollout/success" in row] == [1]
-    curriculum = load_config(preset).env.curriculum
-    if curriculum is not None:  # the step played at the curriculum's first level
-        start = load_config(preset).env.kwargs[curriculum.kwarg]
-        assert rows[0][f"curriculum/{curriculum.kwarg}"] == start
+    env = load_config(preset).env
+    if env.curriculum is not None:  # the step played at the curriculum's first level
+        start = env.kwargs[env.curriculum.kwarg]
+        assert rows[0][f"curriculum/{env.curriculum.kwarg}"] == start
