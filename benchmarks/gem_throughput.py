@@ -9,9 +9,15 @@ reported for it (``info["gem_seed"]``, recorded beforehand, untimed), which star
 game or question. Resets count in the time, only steps in the count. The moves are the env's
 ``action_words`` drawn by a seeded RNG, identical on both sides.
 
-Prints a table (steps/s each way, ours over GEM's, and the microseconds the adapter adds to a
-step, resets included) and the geometric mean of the ratios
-(goal: >= 0.9x), and writes the figures to JSON.
+A third side measures the ceiling: GEM behind a pass-through ``gymnasium.Env`` (its ``step``
+hands the reply to GEM's, its ``reset`` resets GEM with the seed) wrapped in the same wrappers
+``rollenv.make`` gives ours (``TimeLimit``, ``OrderEnforcing``, ``PassiveEnvChecker``). It
+parses nothing and reports no metrics: its ratio to GEM is the most any adapter served through
+Gymnasium's ``make`` could reach, and "ours / ceiling" what is left to win.
+
+Prints a table (steps/s each way, ours over GEM's, the ceiling's ratio, and the microseconds
+the adapter adds to a step, resets included) and the geometric mean of the ratios (goal:
+>= 0.9x), and writes the figures to JSON.
 
 Run (from the repository root)::
 
@@ -30,6 +36,8 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import gymnasium as gym
+from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker, TimeLimit
 from report import RESULTS_DIR, add_common_arguments, parse_arguments, write_report
 from table import print_table
 
@@ -102,10 +110,43 @@ class Side:
         return self.steps / self.seconds if self.seconds else 0.0
 
 
+class PassThrough(gym.Env):
+    """GEM's env behind Gymnasium's API and nothing else: the reply goes to GEM as it is."""
+
+    def __init__(self, gem_env: Any, spaces_of: gym.Env) -> None:
+        self.gem_env = gem_env
+        self.observation_space, self.action_space = (
+            spaces_of.observation_space,
+            spaces_of.action_space,
+        )
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple:
+        return self.gem_env.reset(seed=seed)
+
+    def step(self, action: str) -> tuple:
+        return self.gem_env.step(action)
+
+
+def ceiling_env(gem_env: Any, ours: gym.Env) -> gym.Env:
+    """``PassThrough`` in the wrappers ``rollenv.make`` put around ``ours``, in their order."""
+    names = []
+    layer = ours
+    while isinstance(layer, gym.Wrapper):
+        names.append(type(layer).__name__)
+        layer = layer.env
+    expected = ["TimeLimit", "OrderEnforcing", "PassiveEnvChecker"]
+    if names != expected:
+        raise SystemExit(f"rollenv.make's wrappers changed: {names}, this side builds {expected}")
+    wrapped = PassiveEnvChecker(PassThrough(gem_env, layer))
+    wrapped = OrderEnforcing(wrapped)
+    return TimeLimit(wrapped, max_episode_steps=ours.spec.max_episode_steps)
+
+
 def measure(env_id: str, seconds: float) -> dict[str, Any]:
     entry = BY_ENV_ID[env_id]
     ours = rollenv.make(env_id)
     theirs = import_gem().make(entry.gem_id)
+    ceiling = ceiling_env(import_gem().make(entry.gem_id), ours)
     rng = random.Random(0)
     moves = [rng.choice(text_env_of(ours).action_words) for _ in range(997)]
     seeds = list(range(EPISODE_SEEDS))
@@ -117,6 +158,11 @@ def measure(env_id: str, seconds: float) -> dict[str, Any]:
             theirs.idx = 0  # as the adapter does: GEM's 500-reset dataset switch off (env.py)
         return theirs.reset(seed=seed)
 
+    def ceiling_reset(seed: int) -> Any:
+        if entry.kind == "task":
+            ceiling.unwrapped.gem_env.idx = 0
+        return ceiling.reset(seed=seed)
+
     sides = {
         "ours": Side(
             lambda seed: ours.reset(seed=seed),
@@ -125,6 +171,7 @@ def measure(env_id: str, seconds: float) -> dict[str, Any]:
             seeds,
         ),
         "gem": Side(gem_reset, theirs.step, lambda move: f"\\boxed{{{move}}}", gem_seeds),
+        "ceiling": Side(ceiling_reset, ceiling.step, lambda move: f"\\boxed{{{move}}}", gem_seeds),
     }
     for _ in range(CHUNKS):
         for side in sides.values():
@@ -134,6 +181,8 @@ def measure(env_id: str, seconds: float) -> dict[str, Any]:
         for name, s in sides.items()
     }
     figures["ratio"] = sides["ours"].rate / sides["gem"].rate
+    figures["ceiling_ratio"] = sides["ceiling"].rate / sides["gem"].rate
+    figures["ours_over_ceiling"] = sides["ours"].rate / sides["ceiling"].rate
     # what the adapter adds to each step (its share of the resets included), in microseconds
     figures["adapter_us_per_step"] = 1e6 / sides["ours"].rate - 1e6 / sides["gem"].rate
     return figures
@@ -152,7 +201,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         figures = per_env[env_id]
         print(
             f"{env_id}: ours {figures['ours']['steps_per_s']:.0f} steps/s, "
-            f"GEM {figures['gem']['steps_per_s']:.0f}, {figures['ratio']:.2f}x",
+            f"GEM {figures['gem']['steps_per_s']:.0f}, {figures['ratio']:.2f}x "
+            f"(ceiling {figures['ceiling_ratio']:.2f}x)",
             flush=True,
         )
     rows = [
@@ -161,17 +211,35 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{f['ours']['steps_per_s']:.0f}",
             f"{f['gem']['steps_per_s']:.0f}",
             f"{f['ratio']:.2f}x",
+            f"{f['ceiling_ratio']:.2f}x",
+            f"{f['ours_over_ceiling']:.2f}x",
             f"{f['adapter_us_per_step']:.1f}",
         ]
         for env_id, f in per_env.items()
     ]
-    geomean = math.exp(sum(math.log(f["ratio"]) for f in per_env.values()) / len(per_env))
+
+    def geometric_mean(key: str) -> float:
+        return math.exp(sum(math.log(f[key]) for f in per_env.values()) / len(per_env))
+
+    geomean = geometric_mean("ratio")
+    ceiling_geomean = geometric_mean("ceiling_ratio")
     print_table(
-        ["env", "ours steps/s", "GEM steps/s", "ours / GEM", "adapter µs/step"],
+        [
+            "env",
+            "ours steps/s",
+            "GEM steps/s",
+            "ours / GEM",
+            "ceiling / GEM",
+            "ours / ceiling",
+            "adapter µs/step",
+        ],
         rows,
         "GEM through rollenv vs GEM directly (same moves, same process, alternating chunks)",
     )
-    print(f"geometric mean ratio: {geomean:.2f}x (goal >= 0.9x)")
+    print(
+        f"geometric mean ratio: {geomean:.2f}x (goal >= 0.9x); the pass-through ceiling: "
+        f"{ceiling_geomean:.2f}x; ours / ceiling {geomean / ceiling_geomean:.2f}x"
+    )
     write_report(
         args.json,
         {
@@ -183,6 +251,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             },
             "per_env": per_env,
             "geomean_ratio": geomean,
+            "geomean_ceiling_ratio": ceiling_geomean,
         },
         libraries=["gem-llm", "reasoning-gym", "gymnasium", "numpy"],
     )

@@ -113,7 +113,10 @@ class AnswerFormat:
         answer = self.answer_text(reply)
         if answer is None:
             return None
-        parts = answer.split(self.separator) if self.separator else [answer]
+        if not self.separator:  # one action: the adapted games' path, kept short
+            action = answer.strip()
+            return [action] if action else None
+        parts = answer.split(self.separator)
         actions = [part.strip() for part in parts]
         if not all(actions):
             return None

@@ -199,15 +199,19 @@ class TextEnv(gym.Env[str, str]):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
-        super().reset(seed=seed)
-        # Python's Random is several times faster than numpy for the scalar draws of a
-        # generator; seeding it from np_random keeps Gymnasium's seeding semantics.
-        rng = random.Random(int(self.np_random.integers(1 << 62)))
-        self._new_episode(rng, options)
+        self._new_episode(self._episode_random(seed), options)
         self.actions_taken = 0
         self._last_observation = obs = self._observation()
         info = {"instruction": self.instruction, "anchor": self._anchor(), **self._reset_info()}
         return obs, info
+
+    def _episode_random(self, seed: int | None) -> random.Random:
+        """The generator a new episode draws from: Gymnasium's seeding of ``np_random`` from
+        ``seed`` (``None``: go on from its state), then a Python ``Random`` seeded from it."""
+        super().reset(seed=seed)
+        # Python's Random is several times faster than numpy for the scalar draws of a
+        # generator; seeding it from np_random keeps Gymnasium's seeding semantics.
+        return random.Random(int(self.np_random.integers(1 << 62)))
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         actions = self._parse_reply(action)

@@ -22,7 +22,8 @@ What does not run offline, as of gem-llm 0.1.0 with reasoning-gym 0.1.25:
   when the corpus is installed (``python -m nltk.downloader words``), unavailable otherwise;
 * ``game:FifteenPuzzle-v0-random`` and ``game:Crosswords-v0-random`` fail in GEM's own
   constructors, and ``rg:composite`` needs a list of datasets that GEM does not give it;
-* four reasoning-gym tasks run but their reward is gameable (``GAMEABLE_TASKS``): not offered.
+* four reasoning-gym tasks run but their reward is gameable (``GAMEABLE_TASKS``): not offered;
+  one more (``NUMBER_ALONE_TASKS``) is offered with its answers held to a number alone.
 
 Example:
     >>> env_id_for("game:Sudoku-v0-easy"), env_id_for("rg:basic_arithmetic")
@@ -111,6 +112,11 @@ GAMEABLE_TASKS: dict[str, str] = {
     "sentence_reordering": _GAMEABLE + "(the question copied back, or padding, scores 5% of "
     "the oracle's return)",
 }
+
+#: tasks whose score_answer reads the first number anywhere in the answer: the adapter scores
+#: only an answer that is a number alone (else 0), or the question copied back would score 1
+#: wherever its first number is the reference (GsmSymbolic: 1 seed of 12)
+NUMBER_ALONE_TASKS = frozenset({"gsm_symbolic"})
 
 Kind = Literal["game", "task", "dataset"]
 

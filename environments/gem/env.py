@@ -33,18 +33,23 @@ from __future__ import annotations
 import copy
 import difflib
 import random
+import re
 import warnings
 from typing import Any, ClassVar
 
-from environments.gem.catalog import BY_GEM_ID, GemEntry
+from environments.gem.catalog import BY_GEM_ID, NUMBER_ALONE_TASKS, GemEntry
 from environments.gem.runtime import import_gem
 from rollenv.actions import AnswerFormat
 from rollenv.global_random import GlobalRandomState, global_state_restored
-from rollenv.text_env import TextEnv, observable
+from rollenv.library_game_env import LibraryGameEnv
+from rollenv.text_env import observable
 
 # GEM's reward for a move it cannot parse (gem.utils.constants.LanguageGameReward)
 GEM_FORMAT_ERROR_REWARD = -0.1
 RESET_ATTEMPTS = 5
+#: the answer a ``NUMBER_ALONE_TASKS`` task scores: one unsigned number, nothing else
+#: (reasoning-gym's pattern, ``\b-?\d+``, reads "-4" as 4; GSM's answers are never negative)
+NUMBER_ALONE = re.compile(r"\d+(?:\.\d+)?")
 
 # one prototype GEM env per id: construction can load a word list or a dataset, or run a whole
 # unseeded reset (a Sokoban room takes seconds); instances start from a copy of it
@@ -102,7 +107,7 @@ def _new_gem_env(entry: GemEntry) -> Any:
     return copy.copy(prototype) if entry.kind == "task" else copy.deepcopy(prototype)
 
 
-class GemEnv(TextEnv):
+class GemEnv(LibraryGameEnv):
     """One GEM id, adapted (see the module docstring).
 
     Args:
@@ -137,6 +142,7 @@ class GemEnv(TextEnv):
             raise ValueError(f"gem_id={gem_id!r} cannot run offline: {entry.unavailable}")
         self.entry = entry
         rules = entry.rules
+        self._number_alone = entry.name in NUMBER_ALONE_TASKS
         self._draws_in_step = rules is not None and rules.draws_in_step
         self._seeds_itself = rules is not None and not rules.reset_uses_seed
         # a reset with a seed reseeds numpy's global generator too: a game's is kept apart (a
@@ -157,11 +163,12 @@ class GemEnv(TextEnv):
     def instruction(self) -> str:
         example = self.action_words[0]
         if self.entry.kind == "task":
+            alone = ", a number alone," if self._number_alone else ""
             return (
                 f"Solve the task (reasoning-gym's {self.entry.name}, served by GEM). Give only "
-                "the final answer inside <answer></answer>, optionally after reasoning inside "
-                "<think></think>; it is scored against the reference answer and the episode "
-                f"ends. Example: <answer>{example}</answer>"
+                f"the final answer{alone} inside <answer></answer>, optionally after reasoning "
+                "inside <think></think>; it is scored against the reference answer and the "
+                f"episode ends. Example: <answer>{example}</answer>"
             )
         return (
             f"You are playing GEM's {self.entry.name}. The game asks for each move in "
@@ -253,6 +260,11 @@ class GemEnv(TextEnv):
     # ------------------------------------------------------------------ GEM
     def _gem_step(self, answer: str, info: dict[str, Any]) -> tuple[float, bool, bool]:
         """One move (or answer) into GEM: its reward, and whether it was valid and effective."""
+        if self._number_alone and NUMBER_ALONE.fullmatch(answer) is None:
+            # scored here as a wrong answer: GEM would score the first number anywhere in it
+            self._success, self._over = False, True
+            self._text = observable(f"{self._rules}\n\n(Answered; the score is 0.)")
+            return 0.0, True, True
         move = gem_move(answer)
         try:
             if self._draws_in_step:

@@ -53,7 +53,8 @@ from environments.textarena.moves import bracketed_tokens, candidate_moves, expa
 from environments.textarena.opponents import make_opponent
 from rollenv.actions import AnswerFormat
 from rollenv.global_random import GlobalRandomState
-from rollenv.text_env import TextEnv, observable
+from rollenv.library_game_env import LibraryGameEnv
+from rollenv.text_env import observable
 
 GAME_ID = -1  # TextArena's sender id of the game's own messages
 #: a reply a chat game accepts when its candidates hold no move it takes
@@ -159,7 +160,7 @@ def _snapshot(game: Any) -> Any:
         return copy.deepcopy(game)
 
 
-class TextArenaEnv(TextEnv):
+class TextArenaEnv(LibraryGameEnv):
     """A TextArena game with the agent in ``agent_seat`` and pinned opponents in the others.
 
     Args:

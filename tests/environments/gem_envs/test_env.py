@@ -91,6 +91,26 @@ def test_a_task_answer_is_scored_once_and_ends_the_episode():
     assert reward == 0.0 and terminated and not info["metrics"]["success"]
 
 
+def test_gsm_symbolic_scores_only_a_number_alone():
+    # reasoning-gym scores the first number anywhere in the answer: on one of these seeds the
+    # question copied back began with the reference answer and scored 1
+    env = rollenv.make("gem/GsmSymbolic-v0")
+    copied_back_would_score = 0
+    for seed in range(12):
+        question, _ = env.reset(seed=seed)
+        gold = text_env_of(env).gold_answer()
+        scorer = _gem(env).reward_fn  # reasoning-gym's score_answer, as GEM calls it
+        copied_back_would_score += scorer(question, _gem(env).data) == 1.0
+        for answer in (question, f"{gold} items", f"-{gold}", f"The answer is {gold}."):
+            env.reset(seed=seed)
+            _, reward, terminated, _, info = env.step(f"<answer>{answer}</answer>")
+            assert (reward, terminated, info["metrics"]["success"]) == (0.0, True, False)
+        env.reset(seed=seed)
+        _, reward, _, _, info = env.step(f"<answer>{gold}</answer>")
+        assert (reward, info["metrics"]["success"]) == (1.0, True)
+    assert copied_back_would_score >= 1  # the guard is needed on these seeds
+
+
 def test_a_gem_exception_ends_the_episode_truncated_with_the_reason():
     env = rollenv.make("gem/Boxnet-v0")  # reasoning-gym's boxnet scorer iterates the answer
     obs, _ = env.reset(seed=0)
