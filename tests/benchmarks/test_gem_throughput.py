@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
 import rollenv
 from environments.gem.runtime import gem_installed
-
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gem_throughput.py"
 
 pytestmark = pytest.mark.skipif(
     not gem_installed(),
@@ -20,13 +14,8 @@ pytestmark = pytest.mark.skipif(
 
 
 @pytest.fixture
-def script(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.syspath_prepend(str(SCRIPT.parent))  # its sibling modules, as when run as a script
-    spec = importlib.util.spec_from_file_location("gem_throughput_script", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+def script(load_script):
+    return load_script("gem_throughput")
 
 
 def _stack(env) -> list[str]:

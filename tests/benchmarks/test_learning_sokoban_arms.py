@@ -3,26 +3,16 @@ override that the main (SFT) preset refuses but the RL-only preset takes is acce
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
 from trainer.config import ConfigError, load_config
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "learning_sokoban.py"
 ONLY_FOR_CONSTRAINED = "algorithm.score_actions_only=true"
 
 
 @pytest.fixture
-def script(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.syspath_prepend(str(SCRIPT.parent))  # its sibling modules, as when run as a script
-    spec = importlib.util.spec_from_file_location("learning_sokoban_script", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+def script(load_script):
+    return load_script("learning_sokoban")
 
 
 def test_the_main_preset_refuses_the_override_the_rl_only_preset_takes():
