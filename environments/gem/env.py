@@ -261,10 +261,7 @@ class GemEnv(LibraryGameEnv):
     def _gem_step(self, answer: str, info: dict[str, Any]) -> tuple[float, bool, bool]:
         """One move (or answer) into GEM: its reward, and whether it was valid and effective."""
         if self._number_alone and NUMBER_ALONE.fullmatch(answer) is None:
-            # scored here as a wrong answer: GEM would score the first number anywhere in it
-            self._success, self._over = False, True
-            self._text = observable(f"{self._rules}\n\n(Answered; the score is 0.)")
-            return 0.0, True, True
+            return self._answered(0.0)  # GEM would score the first number anywhere in it
         move = gem_move(answer)
         try:
             if self._draws_in_step:
@@ -279,10 +276,7 @@ class GemEnv(LibraryGameEnv):
             self._over = self._gem_truncated = True
             return 0.0, True, False
         if self.entry.kind == "task":
-            self._success = reward >= 1.0
-            self._over = True
-            self._text = observable(f"{self._rules}\n\n(Answered; the score is {reward:g}.)")
-            return reward, True, True
+            return self._answered(reward)
         self._over = bool(terminated or truncated)
         self._gem_truncated = bool(truncated)
         self._success = self._over and not truncated and observation.startswith("Congratulations")
@@ -290,6 +284,13 @@ class GemEnv(LibraryGameEnv):
         key, self._state_key = self._state_key, self._gem_state_key(gem_info)
         valid = not (terminated and reward == GEM_FORMAT_ERROR_REWARD)
         return reward, valid, valid and (self._over or key != self._state_key)
+
+    def _answered(self, reward: float) -> tuple[float, bool, bool]:
+        """Ends a task's episode on its answer's score (a valid, effective answer)."""
+        self._success = reward >= 1.0
+        self._over = True
+        self._text = observable(f"{self._rules}\n\n(Answered; the score is {reward:g}.)")
+        return reward, True, True
 
     def _compose(self, observation: str, info: dict[str, Any]) -> str:
         suffix = info.get("suffix") or ""
