@@ -52,3 +52,8 @@ def test_a_short_measure_reports_all_three_sides(script):
     assert figures["ratio"] == pytest.approx(rates["ours"] / rates["gem"])
     assert figures["ceiling_ratio"] == pytest.approx(rates["ceiling"] / rates["gem"])
     assert figures["ours_over_ceiling"] == pytest.approx(rates["ours"] / rates["ceiling"])
+    # at 0.9x a step takes at most GEM's / 0.9: a ninth of GEM's step is the room left
+    gem_us = 1e6 / rates["gem"]
+    assert figures["allowed_us_per_step"] == pytest.approx(gem_us / 9)
+    assert figures["wrappers_us_per_step"] == pytest.approx(1e6 / rates["ceiling"] - gem_us)
+    assert figures["adapter_us_per_step"] == pytest.approx(1e6 / rates["ours"] - gem_us)
