@@ -25,6 +25,11 @@ from pathlib import Path
 
 __all__ = ["quiet_library_output"]
 
+#: loggers that give themselves a terminal handler when their library is imported (DeepSpeed's,
+#: imported by transformers' ``save_pretrained`` at a run's first checkpoint): a filter on the
+#: logger hands their records to the log file and to none of their own handlers
+_SELF_HANDLED_LOGGERS = ("DeepSpeed",)
+
 #: read by tqdm (>= 4.66) and transformers, in this process and its children (Ray workers)
 _QUIET_ENVIRONMENT = {
     "TQDM_DISABLE": "1",
@@ -49,12 +54,17 @@ def quiet_library_output(log_file: Path) -> Iterator[None]:
         library_logger.handlers = [handler]
         library_logger.propagate = False
         library_logger.setLevel(logging.WARNING)
+    to_file_only = _ToFileOnly(handler)
+    for name in _SELF_HANDLED_LOGGERS:
+        logging.getLogger(name).addFilter(to_file_only)
     transformers_bars = _transformers_bars(enable=False)
     logging.captureWarnings(True)
     try:
         yield
     finally:
         logging.captureWarnings(False)
+        for name in _SELF_HANDLED_LOGGERS:
+            logging.getLogger(name).removeFilter(to_file_only)
         for library_logger, handlers, propagate, level in previous:
             library_logger.handlers, library_logger.propagate = handlers, propagate
             library_logger.setLevel(level)
@@ -66,6 +76,20 @@ def quiet_library_output(log_file: Path) -> Iterator[None]:
                 os.environ[name] = value
         if transformers_bars:
             _transformers_bars(enable=True)
+
+
+class _ToFileOnly(logging.Filter):
+    """Writes a record of warning level and up to ``handler``, then stops it (returns False):
+    the logger's own handlers, added whenever its library likes, never see it."""
+
+    def __init__(self, handler: logging.Handler) -> None:
+        super().__init__()
+        self.handler = handler
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.WARNING:
+            self.handler.handle(record)
+        return False
 
 
 def _transformers_bars(*, enable: bool) -> bool:

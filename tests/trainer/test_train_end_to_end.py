@@ -148,7 +148,10 @@ def test_the_output_shows_progress_without_library_bars_or_nan_and_ends_with_the
     output = result.stdout + result.stderr
     assert "it/s]" not in output and "%|" not in output  # no tqdm bar of any library
     assert "nan" not in output.lower().replace("nano", "")
-    assert "Warning" not in output  # library warnings go to the run's log file
+    # library warnings go to the run's log file: Python's ("UserWarning: ...") and those of
+    # loggers with a terminal handler of their own (DeepSpeed's "[WARNING] ...", at its import by
+    # the first checkpoint's save_pretrained)
+    assert "warning" not in output.lower()
     lines = result.stdout.strip().splitlines()
     assert any(line.startswith("warm start step 1/12") and "eta" in line for line in lines)
     assert any(line.startswith("step 1/2") and "eta" in line for line in lines)

@@ -1,0 +1,66 @@
+"""``quiet_library_output``: library warnings go to the run's log file, not the terminal."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import pytest
+
+from trainer.library_output import quiet_library_output
+
+
+def test_python_warnings_go_to_the_log_file(tmp_path, capsys):
+    log = tmp_path / "train.log"
+    with quiet_library_output(log):
+        warnings.warn("an old API", DeprecationWarning, stacklevel=1)
+    assert "an old API" in log.read_text()
+    assert "an old API" not in capsys.readouterr().err
+
+
+def test_a_logger_that_adds_its_own_terminal_handler_inside_the_block_stays_quiet(tmp_path, capsys):
+    # what DeepSpeed's import does: its logger gets a stdout handler of its own, mid-run
+    log = tmp_path / "train.log"
+    library = logging.getLogger("DeepSpeed")
+    try:
+        with quiet_library_output(log):
+            own = logging.StreamHandler(sys.stdout)
+            library.addHandler(own)
+            library.warning("Setting accelerator to CPU")
+            library.info("below the log's level")
+        assert "Setting accelerator to CPU" in log.read_text()
+        assert "below the log's level" not in log.read_text()
+        assert capsys.readouterr().out == ""
+        library.warning("after the run")  # the filter is gone with the block
+        assert "after the run" in capsys.readouterr().out
+        assert "after the run" not in log.read_text()
+    finally:
+        library.removeHandler(own)
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("deepspeed") is None,
+    reason="DeepSpeed is not installed: DS_BUILD_OPS=0 pip install 'rollenv[deepspeed]'",
+)
+def test_importing_deepspeed_in_a_run_prints_nothing(tmp_path):
+    # a fresh interpreter: DeepSpeed's import adds its handler and logs the accelerator it found
+    log = tmp_path / "train.log"
+    script = textwrap.dedent(
+        f"""
+        import logging
+        from trainer.library_output import quiet_library_output
+        with quiet_library_output({str(log)!r}):
+            import deepspeed
+            logging.getLogger("DeepSpeed").warning("probe")
+        """
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert "WARNING" not in ran.stdout + ran.stderr
+    assert "probe" in log.read_text()
