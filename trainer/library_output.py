@@ -18,8 +18,10 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import logging
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,6 +31,9 @@ __all__ = ["quiet_library_output"]
 #: imported by transformers' ``save_pretrained`` at a run's first checkpoint): a filter on the
 #: logger hands their records to the log file and to none of their own handlers
 _SELF_HANDLED_LOGGERS = ("DeepSpeed",)
+
+#: loggers whose handlers the block replaces with the log file (Ray's: its start, its warnings)
+_LIBRARY_LOGGERS = ("py.warnings", "transformers", "torch", "ray")
 
 #: read by tqdm (>= 4.66) and transformers, in this process and its children (Ray workers)
 _QUIET_ENVIRONMENT = {
@@ -48,7 +53,8 @@ def quiet_library_output(log_file: Path) -> Iterator[None]:
     os.environ.update(_QUIET_ENVIRONMENT)
     handler = logging.FileHandler(log_file)
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
-    loggers = [logging.getLogger(name) for name in ("py.warnings", "transformers", "torch")]
+    _configure_ray_logging()
+    loggers = [logging.getLogger(name) for name in _LIBRARY_LOGGERS]
     previous = [(lg, lg.handlers[:], lg.propagate, lg.level) for lg in loggers]
     for library_logger in loggers:
         library_logger.handlers = [handler]
@@ -76,6 +82,14 @@ def quiet_library_output(log_file: Path) -> Iterator[None]:
                 os.environ[name] = value
         if transformers_bars:
             _transformers_bars(enable=True)
+
+
+def _configure_ray_logging() -> None:
+    """Imports Ray where it is installed and not yet imported: its import gives the ``ray``
+    logger a terminal handler, which an import inside the block would add after the swap
+    (``ray.init`` then only sets the logger's level)."""
+    if "ray" not in sys.modules and importlib.util.find_spec("ray") is not None:
+        import ray  # noqa: F401
 
 
 class _ToFileOnly(logging.Filter):

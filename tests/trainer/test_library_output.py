@@ -64,3 +64,30 @@ def test_importing_deepspeed_in_a_run_prints_nothing(tmp_path):
     assert ran.returncode == 0, ran.stderr
     assert "WARNING" not in ran.stdout + ran.stderr
     assert "probe" in log.read_text()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="needs ray: the [train] extra")
+def test_a_ray_cluster_started_in_a_run_prints_nothing(tmp_path):
+    # a fresh interpreter that has not imported Ray: `roll-agent train --ray` imports it in the
+    # block, and ray.init logs its start (and, in Ray 2.60, a warning on token authentication)
+    log = tmp_path / "train.log"
+    script = textwrap.dedent(
+        f"""
+        import logging, sys
+        from trainer.library_output import quiet_library_output
+        assert "ray" not in sys.modules
+        with quiet_library_output({str(log)!r}):
+            import ray
+            ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+            logging.getLogger("ray.rollenv_probe").warning("probe")
+            ray.shutdown()
+        """
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert "Started a local Ray instance" not in ran.stdout + ran.stderr
+    assert "probe" not in ran.stdout + ran.stderr
+    text = log.read_text()
+    assert "Started a local Ray instance" in text and "probe" in text
