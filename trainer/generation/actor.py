@@ -50,8 +50,8 @@ class GeneratorActor:
         batch_wait_s: how long the first request of a batch waits for others to join it.
         torch_threads: torch's intra-op threads in this process (Ray gives an actor 1 unless
             told otherwise).
-        weight_store: the name of a :class:`~trainer.generation.fleet.WeightStore` actor:
-            on start (a restart too) the actor loads the newest weights it holds.
+        weight_store: a :class:`~trainer.generation.fleet.WeightStore` actor: on start (a
+            restart too) the actor loads the newest weights it holds.
         device: ``"cpu"``, or ``"cuda"`` for an actor Ray gave a GPU (a clear error if torch
             sees none there).
         **backend_kwargs: passed to the backend (``max_batch_size``, ``dtype``, ...).
@@ -65,7 +65,7 @@ class GeneratorActor:
         seed: int = 0,
         batch_wait_s: float = 0.002,
         torch_threads: int | None = None,
-        weight_store: str | None = None,
+        weight_store: Any = None,
         device: str = "cpu",
         **backend_kwargs: Any,
     ) -> None:
@@ -99,8 +99,7 @@ class GeneratorActor:
         if weight_store is not None:
             import ray
 
-            store = ray.get_actor(weight_store)
-            buckets, version = ray.get(store.latest.remote())
+            buckets, version = ray.get(weight_store.latest.remote())
             for bucket in ray.get(buckets):
                 self.generator.update_weights(bucket, strict=False)
             self.version = version

@@ -12,9 +12,7 @@
   :class:`WeightStore` actor. A replica whose process dies is restarted by Ray
   (``max_restarts=-1``), reads the store when it starts, and serves the newest weights, not
   the ones it was first built with; the requests it was running are sent again
-  (``max_task_retries=-1``). Replicas find the store by its name, a plain string: Ray's core
-  worker logs an error line for a restartable actor whose constructor arguments hold an actor
-  handle ("has constructor arguments in the object store and max_restarts > 0").
+  (``max_task_retries=-1``).
 
 Example:
     >>> fleet = GeneratorFleet("tiny-random", replicas=2)  # doctest: +SKIP
@@ -23,7 +21,6 @@ Example:
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -109,14 +106,13 @@ class GeneratorFleet:
         if bucket_mb <= 0:
             raise ValueError(f"bucket_mb must be positive, got {bucket_mb}")
         self.bucket_mb = bucket_mb
-        store_name = f"rollenv-weight-store-{uuid.uuid4().hex}"
-        self.store = ray.remote(num_cpus=0)(WeightStore).options(name=store_name).remote()
+        self.store = ray.remote(num_cpus=0)(WeightStore).remote()
         remote = ray.remote(
             num_cpus=num_cpus, num_gpus=num_gpus, max_restarts=-1, max_task_retries=-1
         )(GeneratorActor).options(**(actor_options or {}))
         device = "cuda" if num_gpus > 0 else "cpu"
         self.replicas = [
-            remote.remote(model, weight_store=store_name, device=device, **generator_options)
+            remote.remote(model, weight_store=self.store, device=device, **generator_options)
             for _ in range(replicas)
         ]
 

@@ -18,7 +18,6 @@ Like the generator actor it is a plain class; ``ray.remote(EnvManagerActor)`` ma
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -30,7 +29,7 @@ from trainer.rollout.env_manager import ContextMode, EnvManager
 from trainer.rollout.portable_tokenizer import PortableTokenizer
 from trainer.rollout.trajectory import Trajectory
 
-__all__ = ["EnvManagerActor", "RolloutDirectory", "launch_env_managers", "stop_env_managers"]
+__all__ = ["EnvManagerActor"]
 
 
 class EnvManagerActor:
@@ -44,9 +43,6 @@ class EnvManagerActor:
             list of them (the replicas of a :class:`~trainer.generation.fleet.GeneratorFleet`):
             each episode then picks the replica this actor sends the fewest episodes to, and
             all its turns go there (sticky routing: that replica holds its cached prefix).
-        directory: instead of ``tokenizer`` and ``generator`` (then ``None``), the name of a
-            :class:`RolloutDirectory` actor holding both (what :func:`launch_env_managers`
-            gives).
         max_envs: episodes played at once; more calls wait for a free env.
         episode_timeout_s: an episode still running after this many seconds is cut.
         sampling: sampling parameters of every reply.
@@ -57,10 +53,9 @@ class EnvManagerActor:
     def __init__(
         self,
         env_id: str,
-        tokenizer: PortableTokenizer | str | None,
+        tokenizer: PortableTokenizer | str,
         generator: Any,
         *,
-        directory: str | None = None,
         max_envs: int = 8,
         episode_timeout_s: float | None = None,
         sampling: SamplingParams | None = None,
@@ -72,11 +67,6 @@ class EnvManagerActor:
         wrap: Callable[[gym.Env], gym.Env] | None = None,
         reply_prefix: str = "",
     ) -> None:
-        if directory is not None:
-            import ray
-
-            [reference], generator = ray.get(ray.get_actor(directory).contents.remote())
-            tokenizer = ray.get(reference)
         if isinstance(tokenizer, str):
             from trainer.models import load_tokenizer
 
@@ -199,25 +189,6 @@ def shared_tokenizer(tokenizer: Any) -> Any:
     return _pinned(ray.put(portable_tokenizer(tokenizer)))
 
 
-class RolloutDirectory:
-    """What env manager actors read when they start, and again when Ray restarts them: the
-    tokenizer's object reference and the generator handles.
-
-    :func:`launch_env_managers` gives its actors this actor's name, a plain string. Ray's core
-    worker logs an error line ("has constructor arguments in the object store and max_restarts
-    > 0") for a restartable actor whose constructor arguments hold an object reference or an
-    actor handle, nested ones included; this actor is not restartable, and a name is neither.
-    """
-
-    def __init__(self, tokenizer: list[Any], generators: list[Any]) -> None:
-        self._tokenizer = tokenizer  # [reference], in a list: kept as a reference, not fetched
-        self._generators = generators
-
-    def contents(self) -> tuple[list[Any], list[Any]]:
-        """``([tokenizer reference], generator handles)``."""
-        return self._tokenizer, self._generators
-
-
 def launch_env_managers(
     count: int,
     env_id: str,
@@ -233,9 +204,7 @@ def launch_env_managers(
     Ray restarts an actor whose process dies (``max_restarts=-1``) and sends it again the calls
     it was running (``max_task_retries=-1``), so those episodes are played again from their
     seed. An episode that raised is retried by
-    :class:`~trainer.rollout.scheduler.RolloutScheduler` instead. The actors read the
-    tokenizer and the generators from a :class:`RolloutDirectory`, by name, at each start;
-    :func:`stop_env_managers` stops them and it.
+    :class:`~trainer.rollout.scheduler.RolloutScheduler` instead.
 
     Args:
         count: actors to start.
@@ -251,54 +220,20 @@ def launch_env_managers(
     import ray
 
     shared = tokenizer if isinstance(tokenizer, ray.ObjectRef) else shared_tokenizer(tokenizer)
-    generators = list(generator) if isinstance(generator, (list, tuple)) else [generator]
-    name = f"rollenv-rollout-directory-{uuid.uuid4().hex}"
-    directory = ray.remote(num_cpus=0)(RolloutDirectory).options(name=name)
-    directory = directory.remote([shared], generators)
     remote = ray.remote(num_cpus=num_cpus, max_restarts=-1, max_task_retries=-1)(EnvManagerActor)
     remote = remote.options(**(actor_options or {}))
-    actors = [remote.remote(env_id, None, None, directory=name, **options) for _ in range(count)]
-    # the directory lives while its actors may restart: until stop_env_managers, or the job
-    # (kept by the actors' ids: their handles here would keep them from Ray's clean-up)
-    _this_job(_DIRECTORIES, dict).update(dict.fromkeys(map(_actor_key, actors), directory))
-    return actors
-
-
-def stop_env_managers(actors: list[Any]) -> None:
-    """Stops env manager actors for good (no restart), and the directories they read once
-    none of their actors is left."""
-    import ray
-
-    directories = _this_job(_DIRECTORIES, dict)
-    read = []
-    for actor in actors:
-        ray.kill(actor, no_restart=True)
-        read.append(directories.pop(_actor_key(actor), None))
-    for directory in {d for d in read if d is not None}:
-        if directory not in directories.values():
-            ray.kill(directory, no_restart=True)
+    return [remote.remote(env_id, shared, generator, **options) for _ in range(count)]
 
 
 _PINNED: dict[str, list[Any]] = {}  # Ray job id -> object references kept alive in it
-#: Ray job id -> each env manager actor's RolloutDirectory, by the actor's id
-_DIRECTORIES: dict[str, dict[Any, Any]] = {}
-
-
-def _actor_key(actor: Any) -> str:
-    return actor._actor_id.hex()  # Ray's handles show their id only through this attribute
-
-
-def _this_job(kept: dict[str, Any], empty: Callable[[], Any]) -> Any:
-    """``kept``'s entry for the running Ray job (a new job forgets older ones')."""
-    import ray
-
-    job = ray.get_runtime_context().get_job_id()
-    for other in [j for j in kept if j != job]:
-        del kept[other]
-    return kept.setdefault(job, empty())
 
 
 def _pinned(reference: Any) -> Any:
-    """Keeps ``reference`` alive while this Ray job runs."""
-    _this_job(_PINNED, list).append(reference)
+    """Keeps ``reference`` alive while this Ray job runs (a new job forgets older ones')."""
+    import ray
+
+    job = ray.get_runtime_context().get_job_id()
+    for other in [j for j in _PINNED if j != job]:
+        del _PINNED[other]
+    _PINNED.setdefault(job, []).append(reference)
     return reference

@@ -30,7 +30,7 @@ from trainer.cluster_gpus import check_gpus, generator_demand
 from trainer.config import Config
 from trainer.generation.base import SamplingParams
 from trainer.generation.fleet import GeneratorFleet
-from trainer.rollout.env_actor import launch_env_managers, shared_tokenizer, stop_env_managers
+from trainer.rollout.env_actor import launch_env_managers, shared_tokenizer
 from trainer.rollout.scheduler import RolloutScheduler
 from trainer.rollout.trajectory import Trajectory
 from trainer.seeds import step_seeds
@@ -185,7 +185,8 @@ class RayRollouts:
 
         self.scheduler.cancel_all()
         self.eval_scheduler.cancel_all()
-        stop_env_managers(self.env_actors + self.eval_actors)
+        for actor in self.env_actors + self.eval_actors:
+            ray.kill(actor, no_restart=True)
         self.fleet.shutdown()
         if self._started_ray:
             ray.shutdown()
