@@ -42,52 +42,46 @@ def test_a_logger_that_adds_its_own_terminal_handler_inside_the_block_stays_quie
         library.removeHandler(own)
 
 
+def _run_in_a_fresh_interpreter(log, body: str, before: str = "") -> str:
+    """Runs ``before``, then ``body`` inside ``quiet_library_output(log)``, in a new Python
+    (nothing of the libraries imported yet); returns what it printed, stdout and stderr."""
+    script = "import logging, sys\nfrom trainer.library_output import quiet_library_output\n"
+    script += before + f"with quiet_library_output({str(log)!r}):\n" + textwrap.indent(body, "    ")
+    ran = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+    )
+    assert ran.returncode == 0, ran.stderr
+    return ran.stdout + ran.stderr
+
+
 @pytest.mark.skipif(
     importlib.util.find_spec("deepspeed") is None,
     reason="DeepSpeed is not installed: DS_BUILD_OPS=0 pip install 'rollenv[deepspeed]'",
 )
 def test_importing_deepspeed_in_a_run_prints_nothing(tmp_path):
-    # a fresh interpreter: DeepSpeed's import adds its handler and logs the accelerator it found
+    # DeepSpeed's import adds its handler and logs the accelerator it found
     log = tmp_path / "train.log"
-    script = textwrap.dedent(
-        f"""
-        import logging
-        from trainer.library_output import quiet_library_output
-        with quiet_library_output({str(log)!r}):
-            import deepspeed
-            logging.getLogger("DeepSpeed").warning("probe")
-        """
+    printed = _run_in_a_fresh_interpreter(
+        log, 'import deepspeed\nlogging.getLogger("DeepSpeed").warning("probe")\n'
     )
-    ran = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
-    )
-    assert ran.returncode == 0, ran.stderr
-    assert "WARNING" not in ran.stdout + ran.stderr
+    assert "WARNING" not in printed
     assert "probe" in log.read_text()
 
 
 @pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="needs ray: the [train] extra")
 def test_a_ray_cluster_started_in_a_run_prints_nothing(tmp_path):
-    # a fresh interpreter that has not imported Ray: `roll-agent train --ray` imports it in the
-    # block, and ray.init logs its start (and, in Ray 2.60, a warning on token authentication)
+    # `roll-agent train --ray` imports Ray in the block, and ray.init logs its start (and, in
+    # Ray 2.60, a warning on token authentication)
     log = tmp_path / "train.log"
-    script = textwrap.dedent(
-        f"""
-        import logging, sys
-        from trainer.library_output import quiet_library_output
-        assert "ray" not in sys.modules
-        with quiet_library_output({str(log)!r}):
-            import ray
-            ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
-            logging.getLogger("ray.rollenv_probe").warning("probe")
-            ray.shutdown()
-        """
+    printed = _run_in_a_fresh_interpreter(
+        log,
+        "import ray\n"
+        "ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)\n"
+        'logging.getLogger("ray.rollenv_probe").warning("probe")\n'
+        "ray.shutdown()\n",
+        before='assert "ray" not in sys.modules\n',
     )
-    ran = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
-    )
-    assert ran.returncode == 0, ran.stderr
-    assert "Started a local Ray instance" not in ran.stdout + ran.stderr
-    assert "probe" not in ran.stdout + ran.stderr
+    assert "Started a local Ray instance" not in printed
+    assert "probe" not in printed
     text = log.read_text()
     assert "Started a local Ray instance" in text and "probe" in text
