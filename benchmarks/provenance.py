@@ -44,16 +44,21 @@ def library_versions(distributions: Iterable[str]) -> dict[str, str | None]:
 
 
 def machine_info() -> dict[str, Any]:
-    """CPU count (all and usable by this process), CPU model and platform."""
-    cpu_model = None
+    """CPU count (all and usable by this process), CPU model and vector features, platform."""
+    cpu_model, features = None, []
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.exists():
         names = [line for line in cpuinfo.read_text().splitlines() if line.startswith("model name")]
         cpu_model = names[0].split(":", 1)[1].strip() if names else None
+        flags = next(
+            (line for line in cpuinfo.read_text().splitlines() if line.startswith("flags")), ""
+        )
+        features = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f" {f}" in flags]
     return {
         "cpu_count": os.cpu_count(),
         "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "cpu_model": cpu_model,
+        "cpu_features": features,  # what float32 and bfloat16 kernels can use
         "python": platform.python_version(),
         "implementation": platform.python_implementation(),
         "platform": platform.platform(),

@@ -1,7 +1,9 @@
 """rollenv: a Gymnasium-compatible hub of text environments for LLM agents.
 
-Importing it registers rollenv's own ids with Gymnasium as ``rollenv/<id>``, as Gymnasium's
-plugins do (``gymnasium.make("rollenv/Sokoban-v0")`` works right after ``import rollenv``).
+Importing it registers with Gymnasium, as ``rollenv/<id>``, rollenv's own ids and those of every
+installed ``rollenv.envs`` plugin, as Gymnasium's plugins do:
+``gymnasium.make("rollenv/Sokoban-v0")`` and ``gymnasium.make("rollenv/MyGame-v0")`` work right
+after ``import rollenv``.
 
 Example:
     >>> import rollenv
@@ -56,8 +58,10 @@ __all__ = [
     "text_space",
 ]
 
-# rollenv's own ids, registered with Gymnasium too (string entry points: no env module loads)
-registry.load_builtin()
+# rollenv's own ids and the installed plugins', registered with Gymnasium too, so that
+# gymnasium.make("rollenv/<id>") finds them at once (reading the entry points takes milliseconds,
+# and rollenv's own families register string entry points: no env module loads)
+registry.load_plugins()
 
 
 def __getattr__(name: str) -> object:

@@ -6,10 +6,12 @@ A package adds envs to rollenv by declaring, in its ``pyproject.toml``::
     mygame = "mygame.envs:register"
 
 where ``mygame.envs.register()`` calls ``rollenv.register(...)`` for each of its ids. rollenv's own
-families are declared the same way; theirs load when ``rollenv`` is imported (so
-``gymnasium.make("rollenv/Sokoban-v0")`` works right after ``import rollenv``), every other
-plugin's the first time the registry is used. A plugin that fails to import or to register is
-reported in a ``RuntimeWarning`` naming it, and never stops the others from loading.
+families are declared the same way. Every plugin, rollenv's and the others', loads when
+``rollenv`` is imported (so ``gymnasium.make("rollenv/Sokoban-v0")`` and
+``gymnasium.make("rollenv/MyGame-v0")`` work right after ``import rollenv``): a registration
+function should only call ``rollenv.register`` with string entry points and import nothing heavy.
+A plugin that fails to import or to register is reported in a ``RuntimeWarning`` naming it, and
+never stops the others from loading.
 
 A family whose own modules import ``rollenv`` (``from rollenv.text_env import TextEnv``) may be
 imported before it: ``from environments.gem.env import GemEnv`` first runs ``rollenv``'s import,

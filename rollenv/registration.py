@@ -8,7 +8,9 @@ enforcement, the passive env checker).
 rollenv's own ids (``Mixture-v0`` and the families its distribution declares in the
 ``rollenv.envs`` entry-point group) are registered when ``rollenv`` is imported, with string entry
 points, so no env module is imported before an env is made; other packages' plugins of that
-group are loaded once, the first time the registry is used.
+group are loaded right after them, so ``gymnasium.make("rollenv/<their id>")`` works after
+``import rollenv`` too. A plugin put off then (its package was being imported) loads at the
+registry's next read.
 
 Example:
     >>> import rollenv

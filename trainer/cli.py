@@ -8,7 +8,8 @@ Subcommands:
   checker on environments, then random and oracle episodes, and report their success rates;
   with ``--reward``, ``rollenv.check_reward``'s table of task-ignoring replies against the oracle.
 * ``roll-agent train --env ENV [--algo A] [--model M] [--steps N] [--output DIR] [--resume]``:
-  reinforcement learning (see ``trainer.pipeline``).
+  reinforcement learning (see ``trainer.pipeline``). A folder that holds a run is refused unless
+  ``--resume`` continues it or ``--overwrite`` deletes it (see ``trainer.run_folder``).
 * ``roll-agent sft --env ENV [--episodes N]``: supervised warm start on oracle episodes.
 * ``roll-agent eval --model M --suite S [--db PATH]``: a model (or ``random`` / ``oracle``) on a
   leaderboard suite, every episode stored; ``--env ENV`` instead: a run's held-out seeds.
@@ -94,6 +95,13 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="smollm2-135m (default), tiny-random, or a model folder")
     parser.add_argument("--output", metavar="DIR", help="the run folder (train.output_dir)")
     parser.add_argument("--seed", type=integer, help="train.seed")
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="the run folder already holds a run: delete it (checkpoints, warm start, metrics, "
+        "evaluations, TensorBoard events, train.log) and start over; without it (or --resume) "
+        "such a folder is refused",
+    )
     parser.add_argument(
         "--set",
         action="append",

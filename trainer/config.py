@@ -16,6 +16,8 @@ Example:
 
 from __future__ import annotations
 
+import difflib
+import typing
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -366,9 +368,16 @@ class TrainConfig(_Section):
     context_parallel: int = Field(1, gt=0)
     seed: int = 0
     output_dir: str = "runs/latest"
+    # a greedy evaluation on `eval_groups` held-out seeds every N RL steps (0: none by steps)
     eval_every: int = Field(0, ge=0)
-    eval_before: bool = False  # evaluate the starting policy as step 0 (verl: val_before_train)
-    max_minutes: float | None = Field(None, gt=0.0)  # stop RL after this long: evaluate and save
+    # ... and every this many minutes of the run, in the warm start and in RL (None: none by time)
+    eval_every_minutes: float | None = Field(None, gt=0.0)
+    # evaluate the starting policy first (verl: val_before_train): the base model before a warm
+    # start, the warm-started or resumed model before RL otherwise
+    eval_before: bool = False
+    # the whole run's budget: warm start, RL and evaluations, over every session (--resume
+    # counts on). Past it the run evaluates, saves and ends (None: train.steps alone end it)
+    max_minutes: float | None = Field(None, gt=0.0)
     eval_groups: int = Field(16, gt=0)
     checkpoint_every: int = Field(10, ge=0)
     loggers: list[Literal["tensorboard", "jsonl", "wandb", "swanlab"]] = ["tensorboard", "jsonl"]
@@ -380,7 +389,8 @@ class SftConfig(_Section):
     epochs: int = Field(1, gt=0)
     lr: float = Field(1e-4, gt=0.0)
     batch_sequences: int = Field(16, gt=0)
-    # stop the warm start after this long even if episodes are left (None: no time limit)
+    # stop the warm start after this long, its evaluations included, even if episodes are left
+    # (None: the whole run's train.max_minutes is its only time limit); below train.max_minutes
     max_minutes: float | None = Field(None, gt=0.0)
     # a warm-start checkpoint this often (and on Ctrl-C), so --resume loses at most this much
     checkpoint_minutes: float = Field(5.0, gt=0.0)
@@ -436,6 +446,12 @@ class Config(_Section):
                     f"model.trainable_layers is only trained by train.strategy=torch (got "
                     f"{self.train.strategy}): drop it, or use train.strategy=torch"
                 )
+        whole, warm = self.train.max_minutes, self.sft.max_minutes
+        if self.sft.before_rl and whole is not None and warm is not None and warm >= whole:
+            raise ValueError(
+                f"sft.max_minutes ({warm:g}) is the warm start's share of the whole run's "
+                f"train.max_minutes ({whole:g}): set it below, or sft.max_minutes=null"
+            )
         if self.algorithm.name == "ppo" and self.env.context != "full":
             raise ValueError(
                 "algorithm.name=ppo trains a critic over whole episodes: set env.context=full"
@@ -567,13 +583,46 @@ def _set_dotted(tree: dict[str, Any], assignment: str) -> None:
     node[leaf] = yaml.safe_load(raw) if raw.strip() else ""
 
 
+def _section_model(loc: tuple[int | str, ...]) -> type[BaseModel] | None:
+    """The model of the section that holds ``loc``'s last part (``Config`` for a section's name);
+    ``None`` where the path leaves the models (a dict, a list's item)."""
+    model: type[BaseModel] = Config
+    for part in loc[:-1]:
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        if field is None:
+            return None
+        candidates = [field.annotation, *typing.get_args(field.annotation)]  # X | None too
+        models = [c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)]
+        if not models:
+            return None
+        model = models[0]
+    return model
+
+
+def _unknown_key(loc: tuple[int | str, ...]) -> str:
+    """``unknown field``/``unknown section``, with the closest names or, if none is close, all."""
+    model = _section_model(loc)
+    top = model is Config  # every field of Config is a section
+    message = "unknown section" if top else "unknown field"
+    if model is None or not loc or not isinstance(loc[-1], str):
+        return message
+    names = list(model.model_fields)
+    prefix = "".join(f"{part}." for part in loc[:-1])
+    by_lower = {name.lower(): name for name in names}
+    close = difflib.get_close_matches(loc[-1].lower(), list(by_lower), n=3, cutoff=0.6)
+    if close:
+        return f"{message} (did you mean {' or '.join(prefix + by_lower[c] for c in close)}?)"
+    owner = "sections" if top else f"{prefix.rstrip('.')}'s fields"
+    return f"{message} ({owner}: {', '.join(names)})"
+
+
 def _format(error: ValidationError) -> str:
     lines = []
     for item in error.errors():
         where = ".".join(str(p) for p in item["loc"]) or "config"
         message = item["msg"].removeprefix("Value error, ")
         if item["type"] == "extra_forbidden":
-            message = "unknown field"
+            message = _unknown_key(tuple(item["loc"]))
         got = (
             ""
             if item["type"] in ("extra_forbidden", "value_error")

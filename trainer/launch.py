@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import rollenv
 from trainer.config import Config, ConfigError, load_config, preset_names
 from trainer.library_output import quiet_library_output
+from trainer.run_folder import check_run_folder
 from trainer.training_points import TrainingPointRecorder
 
 if TYPE_CHECKING:
@@ -60,23 +61,32 @@ def config_from_args(args: argparse.Namespace) -> Config:
 def run_train(args: argparse.Namespace) -> int:
     """Runs the pipeline with the run view, library output in ``<run>/train.log``, and ends with
     the summary (or, stopped in the warm start, how to resume)."""
-    from trainer.pipeline import Pipeline, plan_phases
+    from trainer.pipeline import Pipeline, plan_phases, plan_text, run_clock
     from trainer.run_view import make_run_view
     from trainer.stop_request import RunStopped
 
     config = config_from_args(args)
     run_dir = Path(config.train.output_dir)
     suite = _leaderboard_suite(args)
+    check_run_folder(config, resume=args.resume, overwrite=getattr(args, "overwrite", False))
+    phases = plan_phases(config, resume=args.resume)
+    clock = run_clock(config, resume=args.resume)
     view = make_run_view(
-        plan_phases(config, resume=args.resume),
+        phases,
         title=f"roll-agent train · {config.env.id} · {config.model.name} · {run_dir}",
+        run_clock=clock,
     )
+    view.message(plan_text(config, phases))
     pipeline = None
     recorder = TrainingPointRecorder(getattr(args, "db", None), run_dir, config, view.message)
     try:
         with quiet_library_output(run_dir / "train.log"):
             pipeline = Pipeline(
-                config, resume=args.resume, view=view, on_evaluation=recorder.record
+                config,
+                resume=args.resume,
+                view=view,
+                on_evaluation=recorder.record,
+                clock=clock,
             )
             pipeline.run()
     except RunStopped as stopped:
@@ -134,8 +144,17 @@ def _summary(
 ) -> RunSummary:
     """The run's evaluations, its newest checkpoint, and the commands that use it."""
     from trainer.checkpoint import latest_checkpoint
+    from trainer.evaluation_log import CURVE_FILE, EvaluationLog, plot_learning_curve
     from trainer.run_view import RunSummary
 
+    run_dir = Path(config.train.output_dir)
+    points = EvaluationLog(run_dir).points()
+    curve = plot_learning_curve(
+        points,
+        run_dir / CURVE_FILE,
+        f"{config.model.name} on {config.env.id}: greedy success, {run_dir}",
+    )
+    start_success = points[0].success if points and points[0].step == 0 else None
     resume = shlex.join(["roll-agent", *_without_resume(args.command_line), "--resume"])
     if pipeline is None:  # stopped in the warm start
         assert stopped is not None
@@ -147,6 +166,8 @@ def _summary(
             checkpoint=stopped.checkpoint,
             commands=(("resume", resume),),
             phase=stopped.phase,
+            start_success=start_success,
+            curve=curve,
         )
     checkpoint = latest_checkpoint(Path(config.train.output_dir))
     commands: list[tuple[str, str]] = []
@@ -160,8 +181,12 @@ def _summary(
         )
         commands += [
             ("evaluate", f"roll-agent eval --env {env} --model {model}{settings}"),
-            ("leaderboard", f"roll-agent eval --suite smoke --model {model}"),
             ("serve", f"roll-agent serve --model {model}"),
+            (
+                "episodes",
+                f"roll-agent eval --suite smoke --model {model} && roll-agent leaderboard "
+                f"serve --port 8080, then open {_episodes_page(checkpoint)}",
+            ),
         ]
     if pipeline.stopped_early:
         commands.append(("resume", resume))
@@ -179,15 +204,31 @@ def _summary(
         final_eval=evaluations[-1] if evaluations else None,
         checkpoint=checkpoint,
         commands=tuple(commands),
+        start_success=start_success,
+        curve=curve,
     )
 
 
+def _episodes_page(checkpoint: Path) -> str:
+    """The leaderboard page listing a checkpoint's evaluated episodes (each opens the episode
+    viewer), once ``roll-agent leaderboard serve --port 8080`` serves it."""
+    try:
+        from leaderboard.site.paths import model_path
+        from trainer.suite_eval import parse_model
+    except ImportError:  # the page needs the [leaderboard] extra
+        return "http://127.0.0.1:8080 (pip install 'rollenv[leaderboard]')"
+    return f"http://127.0.0.1:8080/{model_path(parse_model(str(checkpoint / 'model')).name)}"
+
+
 def _without_resume(command_line: list[str], *, drop_steps: bool = False) -> list[str]:
-    """``command_line`` without ``--resume`` (and, with ``drop_steps``, its ``--steps``)."""
+    """``command_line`` without ``--resume`` and ``--overwrite`` (and, with ``drop_steps``, its
+    ``--steps``): the commands that go on from a run add ``--resume`` themselves."""
     kept: list[str] = []
     arguments = iter(command_line)
     for argument in arguments:
-        if argument == "--resume" or (drop_steps and argument.startswith("--steps=")):
+        if argument in ("--resume", "--overwrite") or (
+            drop_steps and argument.startswith("--steps=")
+        ):
             continue
         if drop_steps and argument == "--steps":
             next(arguments, None)
@@ -203,16 +244,19 @@ def run_sft(args: argparse.Namespace) -> int:
     if args.episodes is not None:
         args.set = [f"sft.episodes={args.episodes}", *args.set]
     config = config_from_args(args)
+    check_run_folder(config, resume=args.resume, overwrite=getattr(args, "overwrite", False))
     stop = StopRequest()
     with quiet_library_output(Path(config.train.output_dir) / "train.log"), stop.installed():
         state = supervised_warm_start(config, resume=args.resume, stop=stop)
     if not state.finished:
         print(f"Stopped at step {state.step}; continue with --resume.")
         return 0
-    print(
-        f"Saved {state.checkpoint}; train from it with: roll-agent train --env {args.env} "
-        f"--model {state.checkpoint / 'model'} --set sft.before_rl=false"
+    # --resume: the warm start is this run's, so RL continues the run in the same folder
+    train = shlex.join(
+        ["roll-agent", "train", "--env", args.env, "--output", config.train.output_dir]
+        + ["--model", str(state.checkpoint / "model"), "--set", "sft.before_rl=false", "--resume"]
     )
+    print(f"Saved {state.checkpoint}; train from it with: {train}")
     return 0
 
 

@@ -14,8 +14,11 @@ its tokenizer:
   SmolLM2 tokenizer (vocabulary of 49,152, ChatML chat template). It is what tests train. Only
   the tokenizer comes from the GGUF; it is cached on its own, so the 135M weights are never
   loaded for it.
-* A local folder with ``config.json`` and weights, or a Hugging Face id ``"org/name"`` (which
-  needs network or the Hugging Face cache).
+* A local folder with ``config.json`` and weights, or a Hugging Face id ``"org/name"``. An id
+  is fetched from the hub where one quick check (:data:`HUB_CHECK_TIMEOUT_S`) finds it reachable;
+  else, or when ``HF_HUB_OFFLINE`` is set, only the local Hugging Face cache is read, and a model
+  that is not there fails at once with one line rather than after huggingface_hub's minute of
+  retries.
 
 Every cached folder is written atomically: into a temporary sibling folder, with a marker file
 written last, then renamed into place. A folder without its marker is never trusted, so an
@@ -40,6 +43,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import zipfile
 from collections.abc import Callable, Iterator
@@ -531,26 +535,128 @@ def _presets_hint() -> str:
     return ", ".join(PRESETS)
 
 
+#: Seconds the one reachability check of the Hugging Face Hub may take.
+HUB_CHECK_TIMEOUT_S = 4.0
+
+
+def _hub_offline() -> bool:
+    """Whether ``HF_HUB_OFFLINE`` (or ``TRANSFORMERS_OFFLINE``) asks for no network at all."""
+    from huggingface_hub import constants
+
+    return bool(constants.HF_HUB_OFFLINE)
+
+
+def _hub_endpoint() -> str:
+    from huggingface_hub import constants
+
+    return str(constants.ENDPOINT)
+
+
+def _hub_reachable(timeout: float = HUB_CHECK_TIMEOUT_S) -> bool:
+    """Sends one ``HEAD`` request, without retries, to the Hugging Face Hub's endpoint.
+
+    huggingface_hub retries an unreachable host five times with a growing wait (about 50 s of
+    "Retrying in 8s" warnings per model); this check answers within ``timeout`` seconds. It runs
+    in a thread so that even a name lookup that hangs cannot hold the caller longer. Any HTTP
+    answer, whatever its status, counts as reachable; proxies are honoured as for downloads.
+    """
+    from huggingface_hub.utils import get_session
+
+    answers: list[bool] = []
+
+    def probe() -> None:
+        try:
+            get_session().head(_hub_endpoint(), timeout=timeout)
+            answers.append(True)
+        except Exception:  # any failure to get an answer means: not reachable from here
+            answers.append(False)
+
+    thread = threading.Thread(target=probe, name="rollenv-hub-check", daemon=True)
+    thread.start()
+    thread.join(timeout + 1.0)
+    return bool(answers and answers[0])
+
+
+@contextmanager
+def _hub_offline_mode() -> Iterator[None]:
+    """Turns huggingface_hub's offline mode on for the block: ``local_files_only`` alone does not
+    reach every request transformers makes (its adapter lookup asks the hub regardless), while
+    in offline mode each request fails at once, without retries."""
+    from huggingface_hub import constants
+
+    was_offline = constants.HF_HUB_OFFLINE
+    constants.HF_HUB_OFFLINE = True
+    try:
+        yield
+    finally:
+        constants.HF_HUB_OFFLINE = was_offline
+
+
+def _hub_unavailable_reason() -> str | None:
+    """``None`` where the hub may be used; else why only the local cache may be read."""
+    if _hub_offline():
+        return "HF_HUB_OFFLINE is set"
+    if not _hub_reachable():
+        return f"the Hugging Face Hub ({_hub_endpoint()}) cannot be reached from here"
+    return None
+
+
+def _from_hub_or_cache(name: str, what: str, load: Callable[..., Any]) -> Any:
+    """Calls ``load(local_files_only=...)`` for the Hugging Face id ``name``.
+
+    Where the hub can be reached, ``load`` runs as usual (the hub, then the cache). Where it
+    cannot, only the local Hugging Face cache is read, and a miss raises one line at once.
+
+    Raises:
+        ModelLoadError: ``load`` failed; the message names ``name`` and what to do.
+    """
+    reason = _hub_unavailable_reason()
+    try:
+        if reason is None:
+            return load(local_files_only=False)
+        with _hub_offline_mode():
+            return load(local_files_only=True)
+    except (OSError, ValueError) as error:
+        if reason is not None:
+            raise ModelLoadError(
+                f"cannot load {what} {name!r}: it is neither a preset, a local folder, nor in "
+                f"the Hugging Face cache, and {reason}; give a local model folder or a preset "
+                f"({_presets_hint()})"
+            ) from error
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+        raise ModelLoadError(
+            f"could not load {what} {name!r} from the Hugging Face Hub ({first_line}); give a "
+            f"local model folder or a preset ({_presets_hint()})"
+        ) from error
+
+
 def _load_pretrained(
     name_or_path: str, dtype: torch.dtype
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    where = "folder" if Path(name_or_path).expanduser().is_dir() else "Hugging Face Hub"
-    source = str(Path(name_or_path).expanduser()) if where == "folder" else name_or_path
+    folder = Path(name_or_path).expanduser()
+    if not folder.is_dir():
+
+        def load(local_files_only: bool) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+            model = AutoModelForCausalLM.from_pretrained(
+                name_or_path, dtype=dtype, local_files_only=local_files_only
+            )
+            tokenizer = AutoTokenizer.from_pretrained(
+                name_or_path, local_files_only=local_files_only
+            )
+            return model, tokenizer
+
+        model, tokenizer = _from_hub_or_cache(name_or_path, "model", load)
+        return model.eval(), _finish_tokenizer(tokenizer)
     try:
-        model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype)
-        tokenizer = AutoTokenizer.from_pretrained(source)
+        model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=dtype)
+        tokenizer = AutoTokenizer.from_pretrained(str(folder))
     except (OSError, ValueError) as error:
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
-        hint = (
-            "the folder needs config.json, the weights and the tokenizer files"
-            if where == "folder"
-            else "no model hub may be reachable from here: use a local folder or a preset"
-        )
         raise ModelLoadError(
-            f"could not load model {name_or_path!r} from the {where} ({first_line}); {hint}. "
-            f"Presets: {_presets_hint()}"
+            f"could not load model {name_or_path!r} from the folder ({first_line}); the folder "
+            f"needs config.json, the weights and the tokenizer files. Presets: {_presets_hint()}"
         ) from error
     return model.eval(), _finish_tokenizer(tokenizer)
 
@@ -648,10 +754,17 @@ def load_tokenizer(name_or_path: str = DEFAULT_MODEL) -> PreTrainedTokenizerBase
     name = str(name_or_path)
     if name in PRESETS:
         return _smollm2_tokenizer()
-    if Path(name).expanduser().is_dir() or _looks_like_hub_id(name):
+    if _looks_like_hub_id(name) and not Path(name).expanduser().is_dir():
         from transformers import AutoTokenizer
 
-        source = str(Path(name).expanduser()) if Path(name).expanduser().is_dir() else name
+        def load(local_files_only: bool) -> PreTrainedTokenizerBase:
+            return AutoTokenizer.from_pretrained(name, local_files_only=local_files_only)
+
+        return _finish_tokenizer(_from_hub_or_cache(name, "the tokenizer of", load))
+    if Path(name).expanduser().is_dir():
+        from transformers import AutoTokenizer
+
+        source = str(Path(name).expanduser())
         try:
             return _finish_tokenizer(AutoTokenizer.from_pretrained(source))
         except (OSError, ValueError) as error:

@@ -39,6 +39,8 @@ from trainer.checkpoint import checkpoint_step, latest_checkpoint, save_checkpoi
 from trainer.config import Config
 from trainer.credit import assign_credit, samples_of
 from trainer.curriculum import Curriculum
+from trainer.evaluation import GreedyEvaluation
+from trainer.evaluation_log import EvaluationLog
 from trainer.generation.from_config import (
     check_generation_backend,
     generator_for,
@@ -47,8 +49,10 @@ from trainer.generation.from_config import (
 from trainer.metrics import MetricsLogger
 from trainer.models import load_model, load_tokenizer
 from trainer.rollout.env_manager import EnvManager
+from trainer.rollout.metrics import rollout_metrics
 from trainer.rollout.trajectory import Trajectory
-from trainer.run_view import Phase, PlainRunView, RunView
+from trainer.run_clock import RunClock
+from trainer.run_view import Phase, PlainRunView, RunView, format_duration
 from trainer.seeds import step_seeds
 from trainer.sft import WARM_START, WarmStartState, planned_sft_steps, supervised_warm_start
 from trainer.stop_request import RunStopped, StopRequest
@@ -61,44 +65,6 @@ if TYPE_CHECKING:
 
 
 RL = "RL"
-
-
-def rollout_metrics(trajectories: list[Trajectory], prefix: str) -> dict[str, float]:
-    """Success, validity, effectiveness, turns, reward and token counts of some episodes.
-
-    Success and return are over the scored episodes; ``unscored`` is the share the reward
-    workers could not score."""
-    scored = [t for t in trajectories if t.unscored is None] or trajectories
-    turns = [turn for t in trajectories for turn in t.turns]
-    n_turns = max(len(turns), 1)
-    finish: dict[str, int] = {}
-    for t in trajectories:
-        finish[t.finish_reason] = finish.get(t.finish_reason, 0) + 1
-    metrics = {
-        f"{prefix}/success": float(np.mean([t.success for t in scored])),
-        f"{prefix}/return": float(np.mean([t.episode_return for t in scored])),
-        f"{prefix}/unscored": sum(t.unscored is not None for t in trajectories) / len(trajectories),
-        f"{prefix}/turns": float(np.mean([len(t.turns) for t in trajectories])),
-        f"{prefix}/valid_action_rate": sum(x.metrics["action_is_valid"] for x in turns) / n_turns,
-        f"{prefix}/effective_action_rate": sum(x.metrics["action_is_effective"] for x in turns)
-        / n_turns,
-        f"{prefix}/response_tokens_per_turn": sum(x.response_tokens for x in turns) / n_turns,
-        f"{prefix}/prompt_tokens_per_turn": sum(x.prompt_tokens for x in turns) / n_turns,
-    }
-    for reason, count in finish.items():
-        metrics[f"{prefix}/finished_{reason}"] = count / len(trajectories)
-    by_env: dict[str, list[Trajectory]] = {}
-    for t in trajectories:
-        by_env.setdefault(t.env_id, []).append(t)
-    if len(by_env) > 1:  # a mix of envs (env.mix): each member's share and results
-        for env_id, mine in sorted(by_env.items()):
-            mine_scored = [t for t in mine if t.unscored is None] or mine
-            metrics[f"{prefix}/{env_id}/success"] = float(np.mean([t.success for t in mine_scored]))
-            metrics[f"{prefix}/{env_id}/return"] = float(
-                np.mean([t.episode_return for t in mine_scored])
-            )
-            metrics[f"{prefix}/{env_id}/episodes"] = float(len(mine))
-    return metrics
 
 
 def _skipped_text(metrics: dict[str, float]) -> str:
@@ -114,26 +80,91 @@ def _skipped_text(metrics: dict[str, float]) -> str:
 
 def plan_phases(config: Config, *, resume: bool) -> list[Phase]:
     """The run's phases as ``config`` and its run folder say: the warm start unless it finished
-    (with the steps it did, on ``--resume``), then RL (from its newest checkpoint on resume)."""
+    (with the steps it did, on ``--resume``), then RL (from its newest checkpoint on resume).
+
+    The warm start's time limit is ``sft.max_minutes`` (else the whole run's
+    ``train.max_minutes``); RL's is set when it begins, from what the budget has left.
+    """
     phases = []
     if config.sft.before_rl:
         warm = WarmStartState.of_run(config)
         if not warm.finished:
             done = warm.step if resume else 0
-            limit = config.sft.max_minutes
+            limit = config.sft.max_minutes or config.train.max_minutes
             phases.append(
                 Phase(
                     WARM_START,
                     max(planned_sft_steps(config), done),
                     done=done,
                     time_limit_s=None if limit is None else 60 * limit,
-                    elapsed_before_s=warm.elapsed_s if resume else 0.0,
+                    elapsed_before_s=warm.run_elapsed_s if resume else 0.0,
                 )
             )
     newest = latest_checkpoint(Path(config.train.output_dir)) if resume else None
     rl_done = 0 if newest is None else checkpoint_step(newest)
     phases.append(Phase(RL, config.train.steps, done=min(rl_done, config.train.steps)))
     return phases
+
+
+def run_clock(config: Config, *, resume: bool) -> RunClock:
+    """The whole run's clock against ``train.max_minutes``, going on, on ``--resume``, from the
+    time the newest checkpoint (RL's, else the warm start's) recorded."""
+    before = 0.0
+    if resume:
+        newest = latest_checkpoint(Path(config.train.output_dir))
+        if newest is not None:
+            state = torch.load(newest / "trainer_state.pt", weights_only=False)
+            before = state.get("run_elapsed_s", 0.0)
+        elif config.sft.before_rl:
+            before = WarmStartState.of_run(config).run_elapsed_s
+    budget = config.train.max_minutes
+    return RunClock(None if budget is None else 60 * budget, before)
+
+
+def plan_text(config: Config, phases: list[Phase]) -> str:
+    """What the run will do and for how long, in one line for its start.
+
+    Example:
+        >>> from trainer.config import load_config
+        >>> config = load_config(None, ["train.max_minutes=60", "sft.before_rl=true",
+        ...     "sft.max_minutes=15", "train.eval_every_minutes=5", "train.eval_before=true"])
+        >>> text = plan_text(config, plan_phases(config, resume=False))
+        >>> text.startswith("Plan: about 60 min: a warm start on oracle episodes for up to 15 min")
+        True
+        >>> text.endswith("at the start and every 5 min, included in the 60 min.")
+        True
+    """
+    train = config.train
+    names = [phase.name for phase in phases]
+    if train.max_minutes is not None:
+        head = f"Plan: about {train.max_minutes:g} min: "
+        rl = f"RL until {train.max_minutes:g} min (or {train.steps} steps)"
+    else:
+        head = "Plan: "
+        rl = f"{train.steps} RL steps"
+    parts = []
+    if WARM_START in names:
+        limit = config.sft.max_minutes
+        parts.append(
+            "a warm start on oracle episodes "
+            + (f"for up to {limit:g} min" if limit is not None else "until its episodes run out")
+        )
+    parts.append(rl)
+    text = head + ", then ".join(parts)
+    when = []
+    if train.eval_before:
+        when.append("at the start")
+    if train.eval_every_minutes is not None:
+        when.append(f"every {train.eval_every_minutes:g} min")
+    if train.eval_every:
+        when.append(f"every {train.eval_every} RL steps")
+    if when:
+        text += f"; a greedy evaluation of {train.eval_groups} held-out episodes " + " and ".join(
+            when
+        )
+        if train.max_minutes is not None:
+            text += f", included in the {train.max_minutes:g} min"
+    return text + "."
 
 
 def _informative_groups(trajectories: list[Trajectory]) -> list[list[Trajectory]]:
@@ -159,8 +190,9 @@ class Pipeline:
             for silence).
         view: shows the run's progress (default: plain lines through ``log``).
         stop: the run's Ctrl-C handling (default: one installed while it trains).
-        on_evaluation: called with the step and the ``eval/`` metrics after each evaluation
+        on_evaluation: called with the step and the ``eval/`` metrics after each RL evaluation
             (``roll-agent train`` records them in the leaderboard's store).
+        clock: the whole run's clock (default: :func:`run_clock` of ``config``).
 
     Raises:
         RunStopped: Ctrl-C stopped the warm start (it saved its checkpoint first).
@@ -175,16 +207,23 @@ class Pipeline:
         view: RunView | None = None,
         stop: StopRequest | None = None,
         on_evaluation: Callable[[int, dict[str, float]], None] | None = None,
+        clock: RunClock | None = None,
     ):
         self.config = config
         self.on_evaluation = on_evaluation
         self.run_dir = Path(config.train.output_dir)
+        self.clock = clock or run_clock(config, resume=resume)
         self.view = view or PlainRunView(
-            plan_phases(config, resume=resume), write=log or (lambda message: None)
+            plan_phases(config, resume=resume),
+            write=log or (lambda message: None),
+            run_clock=self.clock,
         )
         self._log = self.view.message
         self.stop = stop or StopRequest(self._log)
-        self.evaluations: list[tuple[int, float]] = []  # (step, eval/success)
+        self.evaluations: list[tuple[int, float]] = []  # (RL step, eval/success)
+        self.evaluation_log = EvaluationLog(self.run_dir)
+        if not resume:  # this run's curve only (the CLI refuses a folder holding another run)
+            self.evaluation_log.truncate(WARM_START, -1)
         self.stopped_early = False
         torch.manual_seed(config.train.seed)
         random.seed(config.train.seed)
@@ -224,6 +263,7 @@ class Pipeline:
         if config.optim.moments_from is not None:
             self.strategy.load_optimizer_moments(Path(config.optim.moments_from))
         self.eval_sampling = replace(self.sampling, temperature=0.0)  # greedy
+        self.evaluation: GreedyEvaluation | None = None
         self.rollouts: RayRollouts | None = None
         if config.rollout.mode == "ray":
             from trainer.rollout.ray_rollouts import RayRollouts
@@ -243,10 +283,9 @@ class Pipeline:
                 self.sampling,
                 reward_pool=self.reward_pool,
             )
-            self.eval_manager = EnvManager.from_config(
-                config, self.tokenizer, self.generator, 1, self.eval_sampling,
-                reward_pool=self.reward_pool, evaluation=True,
-            )  # fmt: skip
+            self.evaluation = GreedyEvaluation(
+                config, self.tokenizer, self.generator, reward_pool=self.reward_pool
+            )
         self.curriculum: Curriculum | None = None
         if config.env.curriculum is not None:
             knob = config.env.curriculum.kwarg
@@ -298,10 +337,24 @@ class Pipeline:
         """
         state = WarmStartState.of_run(self.config)
         if not state.finished:
-            self._log(f"Supervised warm start on {self.config.sft.episodes} oracle episodes...")
+            sft = self.config.sft
+            limit = sft.max_minutes or self.config.train.max_minutes
+            self._log(
+                "Supervised warm start on oracle episodes"
+                + (f" for up to {limit:g} min..." if limit else f" ({sft.episodes})...")
+            )
+            if resume:
+                self.evaluation_log.truncate(WARM_START, state.step if state.step else -1)
             with self.stop.installed():
                 state = supervised_warm_start(
-                    self.config, view=self.view, resume=resume, stop=self.stop
+                    self.config,
+                    view=self.view,
+                    resume=resume,
+                    stop=self.stop,
+                    clock=self.clock,
+                    on_evaluation=lambda step, metrics, seconds: self._record_evaluation(
+                        WARM_START, step, metrics, seconds
+                    ),
                 )
             if not state.finished:
                 assert state.checkpoint is not None
@@ -499,11 +552,11 @@ class Pipeline:
 
     def evaluate(self) -> dict[str, float]:
         """Greedy episodes on the held-out seeds ``0 .. eval_groups - 1``."""
+        if self.evaluation is not None:
+            return self.evaluation()
+        assert self.rollouts is not None
         seeds = list(range(self.config.train.eval_groups))
-        if self.rollouts is not None:
-            trajectories = self.rollouts.evaluate(seeds, self.eval_sampling, version=self.step)
-        else:
-            trajectories = self.eval_manager.rollout(seeds, group_ids=seeds)
+        trajectories = self.rollouts.evaluate(seeds, self.eval_sampling, version=self.step)
         return rollout_metrics(trajectories, "eval")
 
     def _sync_weights(self, version: int) -> None:
@@ -532,37 +585,55 @@ class Pipeline:
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> dict[str, float]:
-        """Trains until ``train.steps``, or until Ctrl-C (then saves); returns the last step's
-        metrics."""
+        """Trains until ``train.steps``, the whole run's ``train.max_minutes`` or Ctrl-C (then
+        saves); returns the last step's metrics.
+
+        Evaluations: the starting policy first (``train.eval_before``), every
+        ``train.eval_every`` steps and ``train.eval_every_minutes`` minutes, and a last one
+        when the run ends by its steps or its time (if it evaluates at all).
+        """
         config = self.config.train
         last: dict[str, float] = {}
         if self.step >= config.steps:
             self._log(f"Nothing to do: the run is at step {self.step} of {config.steps}.")
             self.close()
             return last
+        phase = self.view.phase(RL)
+        left = self.clock.left_s()
         self.view.begin(RL, done=self.step)
-        run_started = time.perf_counter()
+        if left is not None:  # RL's share: what the whole run's budget has left
+            phase.time_limit_s = phase.elapsed_s(self.view.clock()) + left
+        every_s = None if config.eval_every_minutes is None else 60 * config.eval_every_minutes
+        evaluates = bool(config.eval_before or config.eval_every or every_s)
         try:
             with self.stop.installed():
                 if config.eval_before and self.step == 0:
                     self.metrics.log(0, self._evaluate_and_record())
+                next_eval_s = None if every_s is None else self.clock.elapsed_s() + every_s
                 while self.step < config.steps:
                     started = time.perf_counter()
                     last = self.train_step()
-                    minutes = (time.perf_counter() - run_started) / 60
-                    out_of_time = config.max_minutes is not None and minutes >= config.max_minutes
-                    if config.eval_every and (self.step % config.eval_every == 0 or out_of_time):
+                    out_of_time = self.clock.over()
+                    ends = out_of_time or self.step == config.steps
+                    due = bool(config.eval_every) and self.step % config.eval_every == 0
+                    due_by_time = next_eval_s is not None and self.clock.elapsed_s() >= next_eval_s
+                    if due or due_by_time or (ends and evaluates):
                         last.update(self._evaluate_and_record())
+                        if every_s is not None:
+                            next_eval_s = self.clock.elapsed_s() + every_s
                     last["time/step"] = time.perf_counter() - started
                     self.metrics.log(self.step, last)
                     skipped = None if "loss" in last else _skipped_text(last)
                     self.view.step(self.step, last, skipped=skipped)
-                    due = config.checkpoint_every and self.step % config.checkpoint_every == 0
-                    if due or self.stop.requested or self.step == config.steps or out_of_time:
+                    save_due = config.checkpoint_every and self.step % config.checkpoint_every == 0
+                    if save_due or self.stop.requested or ends:
                         path = self.save()
                         self._log(f"Saved {path}")
                     if out_of_time:
-                        self._log(f"Stopped at step {self.step}: train.max_minutes has passed.")
+                        self._log(
+                            f"Stopped at step {self.step}: the run's "
+                            f"{config.max_minutes:g} minutes (train.max_minutes) have passed."
+                        )
                         break
                     if self.stop.requested:
                         self.stopped_early = True
@@ -574,11 +645,36 @@ class Pipeline:
         return last
 
     def _evaluate_and_record(self) -> dict[str, float]:
+        started = time.perf_counter()
         evaluation = self.evaluate()
+        self._record_evaluation(RL, self.step, evaluation, time.perf_counter() - started)
         self.evaluations.append((self.step, evaluation["eval/success"]))
         if self.on_evaluation is not None:
             self.on_evaluation(self.step, evaluation)
         return evaluation
+
+    def _record_evaluation(
+        self, phase: str, step: int, metrics: dict[str, float], seconds: float
+    ) -> None:
+        """An evaluation of either phase: into ``evaluations.jsonl`` (the learning curve) and
+        the view; the first also says what evaluating costs against the run's budget."""
+        episodes = self.config.train.eval_groups
+        minutes = (self.clock.elapsed_s() - seconds) / 60
+        first = not self.evaluation_log.points()
+        self.evaluation_log.add(phase, step, minutes, metrics, episodes)
+        self.view.evaluated(phase, step, metrics["eval/success"], episodes, seconds)
+        if first:
+            self._log(self._evaluation_cost_text(seconds))
+
+    def _evaluation_cost_text(self, seconds: float) -> str:
+        """The first evaluation's cost, and what the planned ones add up to."""
+        train = self.config.train
+        text = f"An evaluation ({train.eval_groups} episodes) took {format_duration(seconds)}"
+        if train.max_minutes is not None and train.eval_every_minutes is not None:
+            count = int(train.max_minutes // train.eval_every_minutes) + 1
+            total = format_duration(count * seconds)
+            return text + f": about {count} in the run's {train.max_minutes:g} min, {total} of it."
+        return text + "."
 
     # ------------------------------------------------------------------ checkpoints
     def save(self) -> Path:
@@ -594,6 +690,7 @@ class Pipeline:
                     "python_rng": random.getstate(),
                     "numpy_rng": np.random.get_state(),
                     "curriculum": self.curriculum.state_dict() if self.curriculum else None,
+                    "run_elapsed_s": self.clock.elapsed_s(),
                 },
                 folder / "trainer_state.pt",
             )
@@ -605,6 +702,8 @@ class Pipeline:
         folder = latest_checkpoint(self.run_dir)
         if folder is None:
             self._log(f"No complete checkpoint in {self.run_dir}; starting from step 0.")
+            self.evaluation_log.truncate(RL, -1)
+            self.metrics.truncate_after(0)
             return
         self.strategy.load(folder)
         state = torch.load(folder / "trainer_state.pt", weights_only=False)
@@ -617,4 +716,5 @@ class Pipeline:
         self.step = checkpoint_step(folder)
         self._sync_weights(version=self.step)
         self.metrics.truncate_after(self.step)
+        self.evaluation_log.truncate(RL, self.step)
         self._log(f"Resumed from {folder} at step {self.step}.")

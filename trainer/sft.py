@@ -33,10 +33,12 @@ from trainer.batch import TokenBatch
 from trainer.checkpoint import checkpoints_dir, latest_checkpoint, save_checkpoint
 from trainer.config import Config
 from trainer.credit import samples_of
+from trainer.evaluation import GreedyEvaluation
 from trainer.metrics import MetricsLogger
 from trainer.models import load_model, load_tokenizer
 from trainer.rollout.env_manager import EnvManager
 from trainer.rollout.trajectory import Sample
+from trainer.run_clock import RunClock
 from trainer.run_view import Phase, PlainRunView, RunView
 from trainer.seeds import step_seeds
 from trainer.stop_request import StopRequest
@@ -60,13 +62,15 @@ class WarmStartState:
         checkpoint: that checkpoint (``None``: no warm start yet).
         step: its steps done.
         finished: True when it ran to the end (its ``model/`` is what RL starts from).
-        elapsed_s: seconds it has trained, over every session (for ``sft.max_minutes``).
+        elapsed_s: seconds it has trained, over every session.
+        run_elapsed_s: the whole run's clock at that checkpoint (its evaluations included).
     """
 
     checkpoint: Path | None = None
     step: int = 0
     finished: bool = False
     elapsed_s: float = 0.0
+    run_elapsed_s: float = 0.0
 
     @classmethod
     def of_run(cls, config: Config) -> WarmStartState:
@@ -76,7 +80,14 @@ class WarmStartState:
             return cls()
         state = json.loads((folder / STATE_FILE).read_text())
         # checkpoints written before warm starts could stop half-way were all finished ones
-        return cls(folder, state["step"], state.get("finished", True), state.get("elapsed_s", 0))
+        elapsed = state.get("elapsed_s", 0.0)
+        return cls(
+            folder,
+            state["step"],
+            state.get("finished", True),
+            elapsed,
+            state.get("run_elapsed_s", elapsed),
+        )
 
 
 def planned_sft_steps(config: Config) -> int:
@@ -97,6 +108,8 @@ class OracleSFT:
         resume_from: a checkpoint :meth:`save` wrote: its weights and optimizer state are
             loaded and training goes on with the batches after those it had trained on.
         view: shows its progress (default: plain lines through ``log``).
+        clock: the whole run's clock, whose reading each checkpoint records (default: one
+            started now, or on resume where the checkpoint's reading left it).
     """
 
     def __init__(
@@ -107,6 +120,7 @@ class OracleSFT:
         metrics_dir: Path | None = None,
         resume_from: Path | None = None,
         view: RunView | None = None,
+        clock: RunClock | None = None,
     ) -> None:
         self.config = config
         self.view = view or PlainRunView([Phase(WARM_START, planned_sft_steps(config))], write=log)
@@ -130,11 +144,15 @@ class OracleSFT:
         self.elapsed_s = 0.0  # training time over every session
         self.finished = False
         self.total_steps = planned_sft_steps(config)
+        self.clock = clock or RunClock()  # the whole run's, saved with each checkpoint
+        self._last_save = time.perf_counter()
         if resume_from is not None:
             self.strategy.load(resume_from)
             state = json.loads((Path(resume_from) / STATE_FILE).read_text())
             self.step, self.episodes_seen = state["step"], state["episodes_seen"]
             self.elapsed_s = state.get("elapsed_s", 0.0)
+            if clock is None:
+                self.clock.before_s = state.get("run_elapsed_s", self.elapsed_s)
             torch.set_rng_state(torch.load(Path(resume_from) / "sft_rng.pt"))
             self.metrics.truncate_after(self.step)
             self.log(f"Resumed the warm start from {resume_from} at step {self.step}.")
@@ -190,14 +208,10 @@ class OracleSFT:
         """
         if self.view.current is None or self.view.current.name != WARM_START:
             self.view.begin(WARM_START, done=self.step, elapsed_before_s=self.elapsed_s)
-        if max_seconds is not None:  # the ETA is capped by the time this call may take
-            phase = self.view.phase(WARM_START)
-            limit = phase.elapsed_s(self.view.clock()) + max_seconds
-            phase.time_limit_s = min(limit, phase.time_limit_s or limit)
         steps = 0
         result: dict[str, float] = {}
         every_s = 60 * self.config.sft.checkpoint_minutes
-        started = last_save = time.perf_counter()
+        started = time.perf_counter()
         while max_steps is None or steps < max_steps:
             if max_seconds is not None and time.perf_counter() - started >= max_seconds:
                 break
@@ -222,9 +236,8 @@ class OracleSFT:
             self.metrics.log(self.step, {**result, "sft/epoch": epoch})
             self.view.phase(WARM_START).total = max(self.total_steps, self.step)
             self.view.step(self.step, result)
-            if checkpoint_to is not None and time.perf_counter() - last_save >= every_s:
+            if checkpoint_to is not None and time.perf_counter() - self._last_save >= every_s:
                 self.log(f"Saved {self.save(checkpoint_to)}")
-                last_save = time.perf_counter()
         return result
 
     def save(self, run_dir: Path) -> Path:
@@ -240,9 +253,11 @@ class OracleSFT:
                 "episodes_seen": self.episodes_seen,
                 "elapsed_s": self.elapsed_s,
                 "finished": self.finished,
+                "run_elapsed_s": self.clock.elapsed_s(),
             }
             (folder / STATE_FILE).write_text(json.dumps(state))
 
+        self._last_save = time.perf_counter()
         saved = save_checkpoint(run_dir, self.step, write)
         for older in checkpoints_dir(run_dir).glob("step-*"):
             if older != saved:
@@ -260,13 +275,22 @@ def supervised_warm_start(
     view: RunView | None = None,
     resume: bool = False,
     stop: StopRequest | None = None,
+    clock: RunClock | None = None,
+    on_evaluation: Callable[[int, dict[str, float], float], None] | None = None,
 ) -> WarmStartState:
-    """Trains ``config.model`` on ``config.sft.episodes`` oracle episodes (or for
-    ``config.sft.max_minutes``, whichever ends first), checkpointing as it goes.
+    """Trains ``config.model`` on ``config.sft.episodes`` oracle episodes, or until the run's
+    clock reaches ``sft.max_minutes`` (without it, the whole run's ``train.max_minutes``),
+    checkpointing as it goes.
 
     It is written under ``<train.output_dir>/sft/``, apart from the run's RL checkpoints. Its
     ``model/`` folder is a full Hugging Face model (LoRA merged), ready for
     ``roll-agent train --model <that folder>``.
+
+    With ``on_evaluation``, the policy is evaluated greedily (``train.eval_groups`` held-out
+    seeds) before the first step when ``train.eval_before`` is set, and every
+    ``train.eval_every_minutes`` of the run; each result goes to
+    ``on_evaluation(step, eval_metrics, seconds_it_took)``. Evaluations count in the time
+    limit, as they do in the run's budget.
 
     Args:
         config: the run's configuration.
@@ -274,6 +298,9 @@ def supervised_warm_start(
         view: shows its progress.
         resume: continue the run's unfinished warm start (without it, one is started over).
         stop: when requested (Ctrl-C), it saves and returns unfinished.
+        clock: the whole run's clock (default: one started now, or where the checkpoint left
+            it on resume).
+        on_evaluation: receives each evaluation (none without it).
 
     Returns:
         Its state: the checkpoint, and whether it finished (``False`` when ``stop`` ended it).
@@ -284,21 +311,56 @@ def supervised_warm_start(
     if before.checkpoint is not None and not resume:
         shutil.rmtree(checkpoints_dir(sft_dir(config)))
     resume_from = before.checkpoint if resume else None
-    sft = OracleSFT(config, log=log, resume_from=resume_from, view=view)
-    limit = config.sft.max_minutes
+    sft = OracleSFT(config, log=log, resume_from=resume_from, view=view, clock=clock)
+    clock = sft.clock
+    minutes = config.sft.max_minutes or config.train.max_minutes
+    limit_s = None if minutes is None else 60 * minutes
+    evaluation = _warm_start_evaluation(config, sft) if on_evaluation is not None else None
+    every_s = None if evaluation is None else _minutes_to_s(config.train.eval_every_minutes)
+
+    def evaluate() -> None:
+        assert evaluation is not None and on_evaluation is not None
+        evaluation.generator.update_weights(sft.strategy.inference_state_dict())
+        on_evaluation(sft.step, evaluation(), evaluation.seconds)
+
     try:
-        sft.train(
-            max_seconds=None if limit is None else 60 * limit - sft.elapsed_s,
-            stop=stop,
-            checkpoint_to=sft_dir(config),
-        )
+        if evaluation is not None and config.train.eval_before and sft.step == 0:
+            evaluate()
+        next_eval_s = None if every_s is None else clock.elapsed_s() + every_s
+        while not sft.finished and not (stop is not None and stop.requested):
+            ends = [t for t in (limit_s, next_eval_s) if t is not None]
+            sft.train(
+                max_seconds=max(min(ends) - clock.elapsed_s(), 0.0) if ends else None,
+                stop=stop,
+                checkpoint_to=sft_dir(config),
+            )
+            if limit_s is not None and clock.elapsed_s() >= limit_s:
+                break
+            if next_eval_s is not None and clock.elapsed_s() >= next_eval_s:
+                evaluate()
+                next_eval_s = clock.elapsed_s() + every_s
     finally:
         sft.close()
-    if limit is not None and not sft.finished and not (stop is not None and stop.requested):
+    if limit_s is not None and not sft.finished and not (stop is not None and stop.requested):
         sft.finished = True  # its time is up: what it learned is the warm start
     folder = sft.save(sft_dir(config))
     if sft.finished:
         sft.log(f"Warm start done: {sft.episodes_seen} oracle episodes, {sft.step} steps.")
     else:
         sft.log(f"Saved {folder}")
-    return WarmStartState(folder, sft.step, sft.finished, sft.elapsed_s)
+    return WarmStartState(folder, sft.step, sft.finished, sft.elapsed_s, clock.elapsed_s())
+
+
+def _minutes_to_s(minutes: float | None) -> float | None:
+    return None if minutes is None else 60 * minutes
+
+
+def _warm_start_evaluation(config: Config, sft: OracleSFT) -> GreedyEvaluation | None:
+    """Greedy evaluation with a copy of the warm start's model, if the run asks for any
+    (``train.eval_before`` or ``train.eval_every_minutes``) and the model is in this process
+    (a distributed strategy's train workers hold theirs: no evaluation in its warm start)."""
+    wanted = config.train.eval_before or config.train.eval_every_minutes is not None
+    model = getattr(sft.strategy, "model", None)
+    if not wanted or model is None:
+        return None
+    return GreedyEvaluation.with_copy_of(config, model, sft.tokenizer)

@@ -28,12 +28,48 @@ VARIANTS: dict[str, tuple[str, str]] = {
     ),
 }
 
+#: the ``[webshop]`` extra's packages each id needs (import names): search and reward matching,
+#: then the HTML mode's server, templates and browser driver
+NEEDS: dict[str, tuple[str, ...]] = {
+    "WebShop-v0": ("bm25s", "rapidfuzz"),
+    "WebShopHTML-v0": ("bm25s", "rapidfuzz", "fastapi", "uvicorn", "jinja2", "playwright"),
+}
+
+
+def missing_packages(env_id: str) -> list[str]:
+    """The packages of the ``[webshop]`` extra that ``env_id`` needs and this Python lacks.
+
+    Example:
+        >>> set(missing_packages("WebShopHTML-v0")) <= set(NEEDS["WebShopHTML-v0"])
+        True
+    """
+    import importlib.util
+
+    missing = []
+    for module in NEEDS[env_id]:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):  # a broken install, or a module without a spec
+            found = False
+        if not found:
+            missing.append(module)
+    return missing
+
 
 def register() -> None:
-    """Registers the WebShop ids with rollenv (the ``rollenv.envs`` entry point)."""
+    """Registers the WebShop ids with rollenv (the ``rollenv.envs`` entry point).
+
+    An id whose packages are missing is registered unavailable, with the install command.
+    """
     # imported here: a submodule imported before rollenv (environments.code.data) imports
     # rollenv, which calls this while the package is still being imported
     import rollenv
+    from environments.webshop.deps import INSTALL_HINT
 
     for env_id, (entry_point, description) in VARIANTS.items():
+        missing = missing_packages(env_id)
+        if missing:
+            reason = f"needs {', '.join(missing)} (the [webshop] extra): {INSTALL_HINT}"
+            rollenv.register_unavailable(env_id, reason, description=description)
+            continue
         rollenv.register(env_id, entry_point, max_episode_steps=MAX_TURNS, description=description)

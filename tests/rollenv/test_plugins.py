@@ -62,10 +62,11 @@ def test_plugin_registers_an_env_and_a_broken_plugin_only_warns(tmp_path):
     script = textwrap.dedent(
         """
         import warnings
-        import rollenv
 
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
+            import rollenv  # the plugins load here
+
             env = rollenv.make("MyGame-v0")
         obs, info = env.reset(seed=0)
         lines = obs.splitlines()
@@ -78,6 +79,50 @@ def test_plugin_registers_an_env_and_a_broken_plugin_only_warns(tmp_path):
         assert len(messages) == 1, messages
         assert "'brokengame'" in messages[0] and "this plugin is broken" in messages[0]
         assert "brokengame" in [f.name for f in rollenv.registry.plugin_failures]
+        print("OK")
+        """
+    )
+    _assert_prints_ok(script, tmp_path)
+
+
+def test_gymnasium_makes_a_plugins_env_right_after_import_rollenv(tmp_path):
+    _write_distribution(
+        tmp_path,
+        "mygame",
+        "mygame_envs",
+        """
+        [rollenv.envs]
+        mygame = mygame_envs:register
+        """,
+        """
+        import rollenv
+
+        def register():
+            rollenv.register(
+                "MyGame-v0", "environments.sokoban.env:SokobanEnv", kwargs={"dim_room": (5, 7)}
+            )
+        """,
+    )
+    script = textwrap.dedent(
+        """
+        import sys
+
+        import gymnasium
+        import rollenv
+
+        imported = set(sys.modules)
+        env = gymnasium.make("rollenv/MyGame-v0")
+        obs, _ = env.reset(seed=0)
+        assert len(obs.splitlines()[0]) == 7, obs
+        # importing rollenv ran the plugin's register(), and imported no env module and no torch
+        assert "mygame_envs" in imported
+        env_modules = {
+            spec.entry_point.partition(":")[0]
+            for spec in rollenv.registry.values()
+            if isinstance(spec.entry_point, str) and spec.entry_point.startswith("environments.")
+        }
+        assert env_modules & imported == set(), env_modules & imported
+        assert "torch" not in imported and "ray" not in imported
         print("OK")
         """
     )
@@ -133,7 +178,9 @@ def test_a_plugin_lists_an_env_it_cannot_run_with_the_reason(tmp_path):
     unavailable, family, _ = result.stdout.split("#####\n")
     assert "NeedsCorpus-v0" in unavailable and "a download" in unavailable
     assert "Runs-v0" not in unavailable
-    assert "Runs-v0" in family and "NeedsCorpus-v0" not in family.split("families")[0]
+    listed = family.split("families (")[0]
+    assert "Runs-v0" in listed and "NeedsCorpus-v0 (unavailable)" in listed
+    assert "unavailable here: needs the nltk corpus 'words'" in listed
     assert any(line.split() == ["corpusgame", "1", "1"] for line in family.splitlines())
     assert result.returncode == 2
     assert "'NeedsCorpus-v0' is not available here: needs the nltk corpus" in result.stderr

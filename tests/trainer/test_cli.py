@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import select
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 import rollenv
-from rollenv.policies import oracle_for, text_env_of
+from rollenv.policies import has_oracle, oracle_for, text_env_of
 from trainer.cli import main
 from trainer.config import load_config, preset_names
 
@@ -59,6 +62,23 @@ def test_envs_lists_every_registered_id() -> None:
     assert result.returncode == 0, result.stderr
     for env_id in rollenv.registry:
         assert env_id in result.stdout
+
+
+def test_envs_marks_an_id_whose_extra_is_missing_with_the_install_command() -> None:
+    script = (
+        "import sys; sys.modules['bm25s'] = None\n"  # as if the [webshop] extra were missing
+        "from trainer.cli import main\n"
+        "raise SystemExit(main(['envs', '--family', 'webshop']))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if "WebShop-v0" in line]
+    assert len(rows) == 1, result.stdout
+    assert "WebShop-v0 (unavailable)" in rows[0]
+    assert 'pip install "rollenv[webshop]"' in result.stdout
 
 
 def test_envs_without_rich_prints_a_plain_table(
@@ -151,6 +171,128 @@ def test_play_ends_at_end_of_input() -> None:
 
     assert result.returncode == 0, result.stderr
     assert "Quit." in result.stdout
+
+
+class _Terminal:
+    """A child process on a pseudo-terminal, as a person's terminal would run it."""
+
+    def __init__(self, command: list[str]) -> None:
+        import pty
+
+        self.leader, follower = pty.openpty()
+        self.child = subprocess.Popen(
+            command, stdin=follower, stdout=follower, stderr=follower, start_new_session=True
+        )
+        os.close(follower)
+        self.output = b""
+
+    def type(self, keys: bytes) -> None:
+        os.write(self.leader, keys)
+
+    def read_until(self, expected: str, timeout: float = 30.0) -> str:
+        """Everything the child wrote so far, once ``expected`` appears after what was read
+        before (an error if it does not within ``timeout`` seconds)."""
+        start = len(self.output)
+        deadline = time.monotonic() + timeout
+        while expected.encode() not in self.output[start:]:
+            ready, _, _ = select.select([self.leader], [], [], max(deadline - time.monotonic(), 0))
+            if not ready:
+                raise AssertionError(f"no {expected!r} within {timeout} s:\n{self.text}")
+            try:
+                chunk = os.read(self.leader, 4096)
+            except OSError:  # the child closed its terminal
+                chunk = b""
+            if not chunk:
+                raise AssertionError(f"the child ended before {expected!r}:\n{self.text}")
+            self.output += chunk
+        return self.text
+
+    @property
+    def text(self) -> str:
+        return self.output.decode(errors="replace").replace("\r\n", "\n")
+
+    def close(self) -> int:
+        try:
+            status = self.child.wait(timeout=30)
+        finally:
+            if self.child.poll() is None:
+                self.child.kill()
+                self.child.wait()
+            os.close(self.leader)
+        return status
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_play_reads_the_down_arrow_key_on_a_terminal_as_down() -> None:
+    env = rollenv.make("Sokoban-v0")
+    before, _ = env.reset(seed=3)
+    after_down, *_ = env.step("<answer>Down</answer>")
+    assert after_down != before
+
+    terminal = _Terminal([*ROLL_AGENT, "play", "Sokoban-v0", "--seed", "3"])
+    try:
+        terminal.read_until("your move> ")
+        terminal.type(b"\x1b[B\r")  # the down arrow key, then Enter
+        terminal.read_until("your move> ")
+        terminal.type(b"left\r")  # typed words still work
+        terminal.read_until("your move> ")
+        terminal.type(b"q\r")
+        text = terminal.read_until("Quit.")
+    finally:
+        status = terminal.close()
+
+    assert status == 0
+    assert "move: Down" in text
+    assert after_down in text
+    assert "invalid actions: 0 of 2" in text
+    assert "or the arrow keys" in text
+
+
+def test_play_an_arrow_key_where_there_are_no_directions_is_not_sent() -> None:
+    from trainer.env_commands import _arrow_actions, _arrow_moves
+
+    sokoban = _arrow_actions(("Up", "Down", "Left", "Right"))
+    assert _arrow_moves("\x1b[A\x1b[D", sokoban) == ["Up", "Left"]
+    assert _arrow_moves("\x1bOB", sokoban) == ["Down"]  # application cursor mode
+    assert _arrow_moves("\x1b[Aup", sokoban) is None
+    assert _arrow_moves("\x1b[A", _arrow_actions(("guess",))) is None
+
+
+def test_play_watches_the_oracle_solve_the_puzzle() -> None:
+    result = roll_agent("play", "Sokoban-v0", "--policy", "oracle", "--seed", "3", "--delay", "0")
+
+    assert result.returncode == 0, result.stderr
+    assert "oracle policy" in result.stdout
+    assert "oracle: <answer>" in result.stdout
+    assert result.stdout.rstrip().splitlines()[-1].startswith("Solved!")
+
+
+def test_play_watches_random_episodes_to_their_end() -> None:
+    # stdout is a pipe here, so no --delay means no pause between moves
+    result = roll_agent(
+        "play", "Sokoban-v0", "--policy", "random", "--seed", "0", "--episodes", "2"
+    )
+
+    assert result.returncode == 0, result.stderr
+    ends = [line for line in result.stdout.splitlines() if line.startswith(("Solved!", "Episode"))]
+    assert len(ends) == 2
+    assert "random: <answer>" in result.stdout
+    assert "of 2 episodes." in result.stdout
+
+
+def test_play_oracle_of_an_env_without_one_is_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    env_id = next(
+        (env_id for env_id in rollenv.registry if not has_oracle(rollenv.spec(env_id))), None
+    )
+    if env_id is None:
+        pytest.skip("every registered env has an oracle")
+
+    assert main(["play", env_id, "--policy", "oracle"]) == 2
+
+    errors = capsys.readouterr().err.strip().splitlines()
+    assert len(errors) == 1 and "no oracle" in errors[0], errors
 
 
 def test_unknown_env_id_is_one_line_with_close_matches() -> None:

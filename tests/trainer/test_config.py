@@ -56,6 +56,26 @@ def test_bad_values_name_the_field_and_what_is_allowed(override, message):
 
 
 @pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("optim.lrr=0.1", "optim.lrr: unknown field (did you mean optim.lr?)"),
+        ("optim.LR=0.1", "optim.LR: unknown field (did you mean optim.lr?)"),
+        ("optm.lr=0.1", "optm: unknown section (did you mean optim?)"),
+        (
+            "optim.learning_rate=1",
+            "optim.learning_rate: unknown field (optim's fields: lr, weight_decay, grad_clip, ",
+        ),
+        ("zzzz.lr=1", "zzzz: unknown section (sections: model, env, sampling, "),
+    ],
+)
+def test_an_unknown_key_suggests_the_closest_names_or_lists_them_all(override, message):
+    with pytest.raises(ConfigError) as excinfo:
+        load_config("sokoban", [override])
+    assert message in str(excinfo.value)
+    assert "\n" not in str(excinfo.value)
+
+
+@pytest.mark.parametrize(
     ("overrides", "term"),
     [
         (["algorithm.kl_coef=0.1"], "algorithm.kl_coef > 0 with kl_mode=loss"),

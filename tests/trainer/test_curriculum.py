@@ -108,7 +108,7 @@ def test_a_run_raises_the_training_boards_and_resume_keeps_the_level(tmp_path):
     assert pipeline.manager.env_kwargs["max_solution_length"] == 3
     # the next step's envs are made with the new bound; evaluation keeps its own
     assert pipeline.manager.make_env().unwrapped.max_solution_length == 3
-    assert pipeline.eval_manager.make_env().unwrapped.max_solution_length == 2
+    assert pipeline.evaluation.manager.make_env().unwrapped.max_solution_length == 2
     second = pipeline.train_step()
     assert second["curriculum/max_solution_length"] == 3.0
     assert pipeline.curriculum.value == 3  # at stop: stays

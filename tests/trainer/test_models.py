@@ -165,6 +165,95 @@ def test_unreachable_hub_id_gives_one_clear_error(monkeypatch):
     assert "smollm2-135m" in message and "tiny-random" in message
 
 
+def _closed_local_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _offline_env(hf_cache: Path) -> dict[str, str]:
+    """An environment whose Hugging Face Hub is a closed local port and whose cache is
+    ``hf_cache``: what a machine without network sees, without needing one."""
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    }
+    env["HF_ENDPOINT"] = f"http://127.0.0.1:{_closed_local_port()}"
+    env["HF_HUB_CACHE"] = str(hf_cache)
+    return env
+
+
+def test_unfetchable_hub_id_fails_in_one_line_without_retries(tokenizer, tmp_path):
+    command = [
+        *(sys.executable, "-m", "trainer.cli"),
+        *("train", "--env", "sokoban", "--model", "nosuchorg/nosuchmodel", "--steps", "1"),
+        *("--output", str(tmp_path / "run")),
+    ]
+    result = subprocess.run(
+        command, capture_output=True, text=True, timeout=60, env=_offline_env(tmp_path / "hf")
+    )
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "nosuchorg/nosuchmodel" in lines[0] and "preset" in lines[0]
+    assert "Retrying" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_unreachable_hub_reads_only_the_cache(monkeypatch):
+    import transformers
+
+    calls = []
+
+    def from_cache(*args, **kwargs):
+        calls.append(kwargs.get("local_files_only"))
+        raise OSError("not in the cache")
+
+    monkeypatch.setattr(models, "_hub_reachable", lambda *a, **k: False)
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", from_cache)
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", from_cache)
+    for load in (load_model, load_tokenizer):
+        with pytest.raises(ModelLoadError) as info:
+            load("someorg/somemodel")
+        message = str(info.value)
+        assert "'someorg/somemodel'" in message and "cannot be reached" in message
+        assert "tiny-random" in message and "\n" not in message
+    assert calls == [True, True]
+
+
+def test_offline_mode_skips_the_hub_check(monkeypatch):
+    monkeypatch.setattr(models, "_hub_offline", lambda: True)
+    monkeypatch.setattr(models, "_hub_reachable", lambda *a, **k: pytest.fail("hub was asked"))
+    with pytest.raises(ModelLoadError, match="HF_HUB_OFFLINE is set"):
+        load_model("someorg/somemodel")
+
+
+def test_a_hub_id_in_the_hugging_face_cache_loads_without_network(tiny, tmp_path):
+    model, tokenizer = tiny
+    hf_cache = tmp_path / "hf"
+    repo = hf_cache / "models--someorg--tiny"
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(commit)
+    model.save_pretrained(repo / "snapshots" / commit)
+    tokenizer.save_pretrained(repo / "snapshots" / commit)
+    script = (
+        "from trainer.models import load_model, load_tokenizer\n"
+        "model, tokenizer = load_model('someorg/tiny')\n"
+        "print(model.config.num_hidden_layers, len(tokenizer), len(load_tokenizer('someorg/tiny')))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_offline_env(hf_cache),
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["2", str(len(tokenizer)), str(len(tokenizer))]
+    assert "Retrying" not in result.stderr
+
+
 # --------------------------------------------------------------------------- atomic cache writes
 
 

@@ -500,7 +500,7 @@ def test_evaluation_plays_the_envs_of_eval_kwargs(tmp_path):
     # a lake whose start is walled in by holes: no evaluation episode can succeed
     walled_in = "env.eval_kwargs={desc: [SH, HG]}"
     pipeline = _pipeline(tmp_path, walled_in, "train.eval_groups=4")
-    training, evaluation = pipeline.manager.make_env(), pipeline.eval_manager.make_env()
+    training, evaluation = pipeline.manager.make_env(), pipeline.evaluation.manager.make_env()
     trained_board, _ = training.reset(seed=0)
     evaluated_board, info = evaluation.reset(seed=0)
     assert evaluated_board != trained_board

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
+from trainer.run_clock import RunClock
 from trainer.run_view import Phase, PlainRunView, RunSummary, format_duration
 
 
@@ -58,12 +60,51 @@ def test_a_resumed_phase_counts_its_pace_from_this_session_and_its_time_from_all
     assert lines[-1] == "step 51/100  success 0.50  elapsed 8m22s  eta 1m38s"
 
 
-def test_a_time_limit_caps_the_eta():
+def test_a_phase_its_time_limit_ends_shows_time_not_steps_it_will_never_reach():
     view, lines, clock = _view(Phase("warm start", 1000, time_limit_s=60.0))
     view.begin("warm start")
+    assert view.run_eta_s() == 60.0  # known before the first step: the time limit
     clock.now += 50
     view.step(1, {"sft/loss": 2.0})
-    assert lines[-1].endswith("elapsed 50s  eta 10s")
+    # 1000 steps at 50 s each would take 14 hours: the limit ends it, and the line says so
+    assert lines[-1] == "warm start step 1  loss 2.0000  elapsed 50s of 1m00s  eta 10s"
+
+
+def test_a_phase_its_steps_end_first_counts_steps():
+    view, lines, clock = _view(Phase("warm start", 4, time_limit_s=600.0))
+    view.begin("warm start")
+    clock.now += 10
+    view.step(1, {"sft/loss": 2.0})
+    assert lines[-1] == "warm start step 1/4  loss 2.0000  elapsed 10s  eta 30s"
+
+
+def test_a_whole_run_budget_gives_the_run_eta_from_the_first_moment():
+    clock = FakeClock()
+    budget = RunClock(budget_s=3600.0, before_s=600.0, clock=clock)
+    lines: list[str] = []
+    view = PlainRunView(
+        [Phase("warm start", 500, time_limit_s=1200.0), Phase("RL", 1000)],
+        write=lines.append,
+        clock=clock,
+        run_clock=budget,
+    )
+    # RL's pace is unknown, but the budget says how long the run has left
+    assert view.run_eta_s() == 3000.0
+    view.begin("warm start", elapsed_before_s=600.0)
+    clock.now += 60
+    view.step(10, {"sft/loss": 1.0})
+    assert lines[-1].endswith("elapsed 11m00s of 20m00s  eta 9m00s  run eta 49m00s")
+    assert view.run_text() == "run: elapsed 11m00s of 1h00m, eta 49m00s"
+
+
+def test_each_evaluation_prints_a_line_and_joins_the_trend():
+    view, lines, _ = _view(Phase("warm start", 10), Phase("RL", 4))
+    view.evaluated("warm start", 0, 0.0, 32, 12.0)
+    assert lines[-1] == "evaluation at the start: success 0.00 (32 episodes, 12s)"
+    view.evaluated("RL", 20, 0.5, 32, 9.0)
+    assert lines[-1] == "evaluation at RL step 20: success 0.50 (32 episodes, 9s)"
+    assert view.successes == [0.0, 0.5]
+    assert view.last_eval_text == "50% at RL step 20 (32 episodes)"
 
 
 def test_a_skipped_step_says_why_instead_of_a_loss():
@@ -89,6 +130,13 @@ def test_the_summary_names_the_evaluations_the_checkpoint_and_the_commands():
         "  final evaluation: success 0.800 at step 200",
         "  checkpoint: runs/sokoban/checkpoints/step-200",
         "  serve: roll-agent serve --model runs/sokoban/checkpoints/step-200/model",
+    ]
+    with_start = dataclasses.replace(
+        summary, start_success=0.0, curve=Path("runs/sokoban/learning_curve.png")
+    )
+    assert with_start.lines()[2:4] == [
+        "  final evaluation: success 0.800 at step 200 (the starting policy: 0.000)",
+        "  learning curve: runs/sokoban/learning_curve.png",
     ]
     stopped = RunSummary(True, 7, None, None, Path("x"), phase="warm start")
     assert stopped.lines()[0] == "Stopped in the warm start at step 7"
