@@ -76,7 +76,7 @@ from trainer.generation.from_config import sampling_params
 from trainer.pipeline import Pipeline, rollout_metrics
 from trainer.rollout.env_manager import EnvManager
 from trainer.rollout.trajectory import Trajectory
-from trainer.sft import OracleSFT
+from trainer.sft import WARM_START, OracleSFT
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RUNS_DIR = REPO_ROOT / "runs" / "learning_sokoban"
@@ -552,6 +552,7 @@ def run_sft(
     training clock at its end (s), SFT success and the seconds spent evaluating."""
     clock = Stopwatch()
     sft = OracleSFT(config, metrics_dir=args.runs_dir / "sft")
+    sft.view.phase(WARM_START).time_limit_s = args.sft_minutes * 60  # its lines' ETA
     evaluate = Evaluator.with_own_generator(config, sft.strategy.model, sft.tokenizer)
 
     clock.pause()

@@ -17,11 +17,22 @@ class MetricsLogger:
         run_dir: the run folder (``metrics.jsonl`` and ``tensorboard/`` go there).
         loggers: any of ``tensorboard``, ``jsonl``, ``wandb``, ``swanlab``.
         config: the run's config, recorded by W&B / SwanLab.
+        resume_after: a resumed run goes on after this step: the JSONL records and TensorBoard
+            events of later steps (written after that checkpoint) are dropped, so the run's
+            files hold each step once.
     """
 
-    def __init__(self, run_dir: Path, loggers: list[str], config: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        run_dir: Path,
+        loggers: list[str],
+        config: dict[str, Any] | None = None,
+        resume_after: int | None = None,
+    ):
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        if resume_after is not None:
+            self.truncate_after(resume_after)
         self._jsonl = None
         if "jsonl" in loggers:  # kept open for the run, closed by close()
             self._jsonl = open(self.run_dir / "metrics.jsonl", "a")  # noqa: SIM115
@@ -35,7 +46,10 @@ class MetricsLogger:
                 raise MissingExtraError(
                     "TensorBoard logging needs tensorboard: pip install tensorboard"
                 ) from None
-            self._tensorboard = SummaryWriter(str(self.run_dir / "tensorboard"))
+            self._tensorboard = SummaryWriter(
+                str(self.run_dir / "tensorboard"),
+                purge_step=None if resume_after is None else resume_after + 1,
+            )
         if "wandb" in loggers:
             try:
                 import wandb

@@ -291,7 +291,13 @@ class Pipeline:
             knob = config.env.curriculum.kwarg
             self.curriculum = Curriculum(config.env.curriculum, start=config.env.kwargs[knob])
         self.step = 0
-        self.metrics = MetricsLogger(self.run_dir, config.train.loggers, config.model_dump())
+        newest = latest_checkpoint(self.run_dir) if resume else None
+        self.metrics = MetricsLogger(
+            self.run_dir,
+            config.train.loggers,
+            config.model_dump(),
+            resume_after=(0 if newest is None else checkpoint_step(newest)) if resume else None,
+        )
         if resume:
             self._resume()
 
@@ -703,7 +709,6 @@ class Pipeline:
         if folder is None:
             self._log(f"No complete checkpoint in {self.run_dir}; starting from step 0.")
             self.evaluation_log.truncate(RL, -1)
-            self.metrics.truncate_after(0)
             return
         self.strategy.load(folder)
         state = torch.load(folder / "trainer_state.pt", weights_only=False)
@@ -715,6 +720,5 @@ class Pipeline:
             self._set_curriculum_level(self.curriculum.value)
         self.step = checkpoint_step(folder)
         self._sync_weights(version=self.step)
-        self.metrics.truncate_after(self.step)
         self.evaluation_log.truncate(RL, self.step)
         self._log(f"Resumed from {folder} at step {self.step}.")

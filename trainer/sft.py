@@ -136,8 +136,14 @@ class OracleSFT:
         self.strategy = build_strategy(config, model, self.tokenizer.pad_token_id, lr=config.sft.lr)
         # no generator: the oracle writes every reply
         self.manager = EnvManager.from_config(config, self.tokenizer, None, group_size=1)
+        state = None
+        if resume_from is not None:
+            state = json.loads((Path(resume_from) / STATE_FILE).read_text())
         self.metrics = MetricsLogger(
-            metrics_dir or sft_dir(config), config.train.loggers, config.model_dump()
+            metrics_dir or sft_dir(config),
+            config.train.loggers,
+            config.model_dump(),
+            resume_after=None if state is None else state["step"],
         )
         self.step = 0
         self.episodes_seen = 0
@@ -146,15 +152,13 @@ class OracleSFT:
         self.total_steps = planned_sft_steps(config)
         self.clock = clock or RunClock()  # the whole run's, saved with each checkpoint
         self._last_save = time.perf_counter()
-        if resume_from is not None:
+        if resume_from is not None and state is not None:
             self.strategy.load(resume_from)
-            state = json.loads((Path(resume_from) / STATE_FILE).read_text())
             self.step, self.episodes_seen = state["step"], state["episodes_seen"]
             self.elapsed_s = state.get("elapsed_s", 0.0)
             if clock is None:
                 self.clock.before_s = state.get("run_elapsed_s", self.elapsed_s)
             torch.set_rng_state(torch.load(Path(resume_from) / "sft_rng.pt"))
-            self.metrics.truncate_after(self.step)
             self.log(f"Resumed the warm start from {resume_from} at step {self.step}.")
         self._batches = self._batch_stream(skip=self.step)
 
@@ -207,7 +211,9 @@ class OracleSFT:
         With ``checkpoint_to``, a checkpoint is written there every ``sft.checkpoint_minutes``.
         """
         if self.view.current is None or self.view.current.name != WARM_START:
-            self.view.begin(WARM_START, done=self.step, elapsed_before_s=self.elapsed_s)
+            # the warm start comes first: its time is the run's (model loading included), the
+            # clock its time limit is checked against
+            self.view.begin(WARM_START, done=self.step, elapsed_before_s=self.clock.elapsed_s())
         steps = 0
         result: dict[str, float] = {}
         every_s = 60 * self.config.sft.checkpoint_minutes

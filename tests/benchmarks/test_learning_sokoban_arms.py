@@ -1,5 +1,6 @@
 """``benchmarks/learning_sokoban.py --arms "RL only"`` builds only the RL-only preset, so an
-override that the main (SFT) preset refuses but the RL-only preset takes is accepted."""
+override that the main preset (here ``sokoban-sft-raft``, unconstrained replies) refuses but
+the RL-only preset takes is accepted."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ def script(load_script):
 
 def test_the_main_preset_refuses_the_override_the_rl_only_preset_takes():
     with pytest.raises(ConfigError, match="constrain_to_actions"):
-        load_config("sokoban", [ONLY_FOR_CONSTRAINED])
+        load_config("sokoban-sft-raft", [ONLY_FOR_CONSTRAINED])
     assert load_config("sokoban-rl-only", [ONLY_FOR_CONSTRAINED]).algorithm.score_actions_only
 
 
@@ -33,7 +34,8 @@ def test_rl_only_alone_skips_the_main_preset(script, tmp_path):
 
 
 def test_any_other_arm_still_checks_the_overrides_against_the_main_preset(script, tmp_path):
-    both = ["--arms", "RL only", "SFT only", "--set", ONLY_FOR_CONSTRAINED]
+    both = ["--arms", "RL only", "SFT only", "--preset", "sokoban-sft-raft"]
+    both += ["--set", ONLY_FOR_CONSTRAINED]
     args = script.parse_args([*both, "--runs-dir", str(tmp_path)])
     with pytest.raises(ConfigError, match="constrain_to_actions"):
         script.main_config(args)

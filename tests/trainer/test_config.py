@@ -278,3 +278,15 @@ def test_eval_kwargs_are_refused_where_they_cannot_apply(overrides, message):
     with pytest.raises(ConfigError, match=message) as excinfo:
         load_config(None, overrides)
     assert "\n" not in str(excinfo.value)
+
+
+def test_the_warm_start_limit_must_leave_time_in_the_whole_run():
+    with pytest.raises(ConfigError) as excinfo:
+        load_config("sokoban", ["sft.max_minutes=60"])
+    assert str(excinfo.value) == (
+        "config: sft.max_minutes (60) is the warm start's share of the whole run's "
+        "train.max_minutes (60): set it below, or sft.max_minutes=null"
+    )
+    assert load_config("sokoban", ["sft.max_minutes=null"]).sft.max_minutes is None
+    # without a warm start, its limit does not apply
+    assert load_config("sokoban", ["sft.max_minutes=90", "sft.before_rl=false"])

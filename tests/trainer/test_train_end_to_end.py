@@ -160,9 +160,11 @@ def test_the_output_shows_progress_without_library_bars_or_nan_and_ends_with_the
     model = tmp_path / "checkpoints" / "step-2" / "model"
     assert summary[1].startswith("  best evaluation: success ")
     assert summary[2].startswith("  final evaluation: success ") and "at step 2" in summary[2]
-    assert summary[3] == f"  checkpoint: {tmp_path / 'checkpoints' / 'step-2'}"
-    commands = dict(line.strip().split(": ", 1) for line in summary[4:])
+    assert summary[3] == f"  learning curve: {tmp_path / 'learning_curve.png'}"
+    assert summary[4] == f"  checkpoint: {tmp_path / 'checkpoints' / 'step-2'}"
+    commands = dict(line.strip().split(": ", 1) for line in summary[5:])
     assert commands["serve"] == f"roll-agent serve --model {model}"
+    assert commands["episodes"].startswith(f"roll-agent eval --suite smoke --model {model} && ")
     assert commands["train on"].endswith("--steps 4 --resume")
     evaluate = shlex.split(commands["evaluate"])
     assert evaluate[:2] == ["roll-agent", "eval"]
