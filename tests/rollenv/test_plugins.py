@@ -20,9 +20,10 @@ def _write_distribution(root: Path, name: str, module: str, entry_points: str, c
     (info / "RECORD").write_text("")
 
 
-def test_plugin_registers_an_env_and_a_broken_plugin_only_warns(tmp_path):
+def _write_mygame(root: Path) -> None:
+    """A third-party package whose plugin registers ``MyGame-v0``, a 5x7 Sokoban."""
     _write_distribution(
-        tmp_path,
+        root,
         "mygame",
         "mygame_envs",
         """
@@ -42,6 +43,10 @@ def test_plugin_registers_an_env_and_a_broken_plugin_only_warns(tmp_path):
             )
         """,
     )
+
+
+def test_plugin_registers_an_env_and_a_broken_plugin_only_warns(tmp_path):
+    _write_mygame(tmp_path)
     _write_distribution(
         tmp_path,
         "brokengame",
@@ -86,23 +91,7 @@ def test_plugin_registers_an_env_and_a_broken_plugin_only_warns(tmp_path):
 
 
 def test_gymnasium_makes_a_plugins_env_right_after_import_rollenv(tmp_path):
-    _write_distribution(
-        tmp_path,
-        "mygame",
-        "mygame_envs",
-        """
-        [rollenv.envs]
-        mygame = mygame_envs:register
-        """,
-        """
-        import rollenv
-
-        def register():
-            rollenv.register(
-                "MyGame-v0", "environments.sokoban.env:SokobanEnv", kwargs={"dim_room": (5, 7)}
-            )
-        """,
-    )
+    _write_mygame(tmp_path)
     script = textwrap.dedent(
         """
         import sys
