@@ -11,8 +11,10 @@ Example:
     >>> import tempfile
     >>> from trainer.evaluation_log import EvaluationLog
     >>> log = EvaluationLog(tempfile.mkdtemp())
-    >>> log.add("warm start", 0, 0.0, {"eval/success": 0.0})
-    >>> log.add("RL", 10, 12.5, {"eval/success": 0.5})
+    >>> log.add("warm start", 0, 0.0, {"eval/success": 0.0}).success
+    0.0
+    >>> log.add("RL", 10, 12.5, {"eval/success": 0.5}).minutes
+    12.5
     >>> [(p.phase, p.step, p.success) for p in log.points()]
     [('warm start', 0, 0.0), ('RL', 10, 0.5)]
 """
@@ -107,9 +109,12 @@ class EvaluationLog:
 def sparkline(values: list[float], width: int = 24) -> str:
     """Success rates in ``[0, 1]`` as block characters, one an evaluation, the last ``width``.
 
+    Each value picks one of the eight blocks, the nearest of ``0/7 .. 7/7``: 0.25 is 1.75/7,
+    block 2.
+
     Example:
-        >>> sparkline([0.0, 0.25, 0.5, 1.0])
-        '▁▂▄█'
+        >>> sparkline([0.0, 0.25, 1.0])
+        '▁▃█'
     """
     return "".join(
         _BLOCKS[round(min(max(v, 0.0), 1.0) * (len(_BLOCKS) - 1))] for v in values[-width:]

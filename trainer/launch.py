@@ -38,8 +38,12 @@ def config_from_args(args: argparse.Namespace) -> Config:
     algo = getattr(args, "algo", None)
     if algo:
         overrides.append(f"algorithm.name={algo}")
-        if algo == "ppo" and not any(s.startswith("env.context=") for s in args.set):
-            overrides.append("env.context=full")  # the critic scores whole episodes
+        if algo == "ppo":
+            # the critic scores whole episodes, and its loss needs every episode, even those
+            # whose group returns were all equal
+            for key, value in (("env.context", "full"), ("algorithm.skip_zero_advantage", "false")):
+                if not any(s.startswith(f"{key}=") for s in args.set):
+                    overrides.append(f"{key}={value}")
     for flag, key in (
         ("model", "model.name"),
         ("steps", "train.steps"),

@@ -7,8 +7,9 @@ has passed; then the run evaluates, saves and ends.
 
 Example:
     >>> from trainer.run_clock import RunClock
-    >>> ticks = iter([0.0, 90.0, 600.0])
-    >>> clock = RunClock(budget_s=3600.0, before_s=1200.0, clock=ticks.__next__)
+    >>> now = [0.0]
+    >>> clock = RunClock(budget_s=3600.0, before_s=1200.0, clock=lambda: now[0])
+    >>> now[0] = 90.0
     >>> clock.elapsed_s(), clock.left_s()
     (1290.0, 2310.0)
     >>> clock.over()

@@ -5,6 +5,10 @@ import pytest
 import rollenv
 from trainer.config import ConfigError, load_config, preset_names
 
+# the preset whose replies are free text over the whole episode's context ("sokoban" constrains
+# them to one action word over a window), for the checks that only free replies can trip
+FREE_TEXT = "sokoban-sft-raft"
+
 
 def test_presets_load_and_validate():
     assert {"sokoban", "frozenlake"} <= set(preset_names())
@@ -72,7 +76,7 @@ def test_bad_values_name_the_field_and_what_is_allowed(override, message):
 )
 def test_skipping_zero_advantage_episodes_is_refused_when_they_still_have_a_loss(overrides, term):
     with pytest.raises(ConfigError, match="skip_zero_advantage") as excinfo:
-        load_config("sokoban", ["algorithm.skip_zero_advantage=true", *overrides])
+        load_config(FREE_TEXT, ["algorithm.skip_zero_advantage=true", *overrides])
     assert term in str(excinfo.value)
     # a KL charged to the reward is part of the advantage, so the episodes can still go
     load_config(
@@ -136,11 +140,11 @@ def test_gpu_engines_get_the_trainers_dtype_their_memory_share_and_their_own_arg
         "enforce_eager": True,
         "max_model_len": 4096,
     }
-    sglang = load_config("sokoban", ["generation.backend=sglang"]).generation
+    sglang = load_config(FREE_TEXT, ["generation.backend=sglang"]).generation
     assert sglang.engine_options() == {"dtype": "float32", "mem_fraction_static": 0.3}
     # on Ray, each generator actor runs the engine on a GPU of its own
     on_ray = ["generation.backend=vllm", "rollout.mode=ray", "rollout.generator_gpus=1"]
-    assert load_config("sokoban", on_ray).rollout.generator_gpus == 1
+    assert load_config(FREE_TEXT, on_ray).rollout.generator_gpus == 1
     # vLLM's log-probs of constrained replies are those of the words' distribution: the
     # trainer may reuse them when it scores among the words too
     among_words = [
@@ -149,9 +153,9 @@ def test_gpu_engines_get_the_trainers_dtype_their_memory_share_and_their_own_arg
         "algorithm.old_logprobs=generator",
         "algorithm.score_actions_only=true",
     ]
-    assert load_config("sokoban", among_words).algorithm.score_actions_only
+    assert load_config(FREE_TEXT, among_words).algorithm.score_actions_only
     # so do ours, asked to (SamplingParams.logprobs_among_allowed)
-    assert load_config("sokoban", among_words[1:]).generation.backend == "continuous"
+    assert load_config(FREE_TEXT, among_words[1:]).generation.backend == "continuous"
 
 
 @pytest.mark.parametrize(
@@ -196,7 +200,7 @@ def test_gpu_engines_get_the_trainers_dtype_their_memory_share_and_their_own_arg
 )
 def test_gpu_engine_settings_that_cannot_work_are_refused(overrides, message):
     with pytest.raises(ConfigError) as excinfo:
-        load_config("sokoban", overrides)
+        load_config(FREE_TEXT, overrides)
     assert message in str(excinfo.value)
     assert "\n" not in str(excinfo.value)
 
@@ -210,10 +214,12 @@ def test_algo_flag_keeps_the_presets_context_except_for_ppo(tmp_path):
     def context(*argv: str) -> str:
         return config_from_args(parser.parse_args(["train", *argv])).env.context
 
+    # the sokoban preset trains on a window of turns; gigpo keeps it, ppo's critic needs all
+    assert context("--env", "sokoban", "--algo", "gigpo") == "window"
+    assert context("--env", "sokoban", "--algo", "ppo") == "full"
     # gigpo's anchor groups work on full-context samples too (credit per turn's tokens)
-    assert context("--env", "sokoban", "--algo", "gigpo") == "full"
-    window = ["--set", "env.context=window"]
-    assert context("--env", "sokoban", "--algo", "gigpo", *window) == "window"
+    full = ["--set", "env.context=full"]
+    assert context("--env", "sokoban", "--algo", "gigpo", *full) == "full"
     windowed = tmp_path / "windowed.yaml"
     windowed.write_text("env: {id: FrozenLake-v0, context: window}\n")
     assert context("--env", "x", "--config", str(windowed), "--algo", "gigpo") == "window"
