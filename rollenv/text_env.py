@@ -142,6 +142,7 @@ class TextEnv(gym.Env[str, str]):
         self.action_space = _SHARED_TEXT_SPACE
         self.actions_taken = 0
         self._last_observation = ""
+        self._reward_request: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------ what a family writes
     @property
@@ -238,7 +239,7 @@ class TextEnv(gym.Env[str, str]):
             },
             "anchor": self._anchor(),
         }
-        request, self._reward_request = getattr(self, "_reward_request", None), None
+        request, self._reward_request = self._reward_request, None
         if request is not None:
             info["reward_request"] = request
         return obs, reward, terminated, truncated, info

@@ -41,7 +41,7 @@ from environments.gem.catalog import BY_GEM_ID, NUMBER_ALONE_TASKS, GemEntry
 from environments.gem.runtime import import_gem
 from rollenv.actions import AnswerFormat
 from rollenv.global_random import GlobalRandomState, global_state_restored
-from rollenv.library_game_env import LibraryGameEnv
+from rollenv.library_game_env import LibraryGameEnv, MoveOutcome, finite_reward
 from rollenv.text_env import observable
 
 # GEM's reward for a move it cannot parse (gem.utils.constants.LanguageGameReward)
@@ -119,6 +119,8 @@ class GemEnv(LibraryGameEnv):
     """
 
     free_form: ClassVar[bool] = True
+    library: ClassVar[str] = "GEM"
+    error_key: ClassVar[str] = "gem_error"
 
     def __init__(
         self,
@@ -155,8 +157,6 @@ class GemEnv(LibraryGameEnv):
         self._rules = ""
         self._text = ""
         self._state_key: Any = None
-        self._over = self._success = self._gem_truncated = False
-        self._error: str | None = None
 
     # ------------------------------------------------------------------ TextEnv
     @property
@@ -210,8 +210,6 @@ class GemEnv(LibraryGameEnv):
         self._rules = observation
         self._text = self._compose(observation, info)
         self._state_key = self._gem_state_key(info)
-        self._over = self._success = self._gem_truncated = False
-        self._error = None
 
     def _observation(self) -> str:
         return self._text
@@ -220,77 +218,35 @@ class GemEnv(LibraryGameEnv):
         # GEM itself, reset with this seed, starts the same episode (see tests/.../test_env.py)
         return {"gem_seed": self.gem_seed}
 
-    def _parse_action(self, text: str) -> str:
-        return text
-
-    # the step is GEM's, so the hooks below are not used: step() is written out instead
-    def _apply(self, action: Any) -> tuple[float, bool]:
-        raise NotImplementedError("GemEnv.step calls GEM directly")
-
-    def _solved(self) -> bool:
-        return self._success
-
-    def _failed(self) -> bool:
-        return self._over and not self._success and not self._gem_truncated
-
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        answers = self._parse_reply(action)
-        info: dict[str, Any] = {}
-        if answers is None or self._over:
-            reward, valid, effective = (
-                (self.format_penalty if answers is None else 0.0),
-                False,
-                False,
-            )
-            if self._over:
-                info["gem_error"] = self._error or "the episode is over: call reset()"
-        else:
-            reward, valid, effective = self._gem_step(answers[0], info)
-            self.actions_taken += 1
-        self._last_observation = self._text
-        terminated = self._over and not self._gem_truncated
-        info["metrics"] = {
-            "success": self._success,
-            "action_is_valid": valid,
-            "action_is_effective": effective,
-        }
-        info["anchor"] = self._text
-        return self._text, reward, terminated, self._over and self._gem_truncated, info
-
     # ------------------------------------------------------------------ GEM
-    def _gem_step(self, answer: str, info: dict[str, Any]) -> tuple[float, bool, bool]:
+    def _play_move(self, move: str) -> MoveOutcome:
         """One move (or answer) into GEM: its reward, and whether it was valid and effective."""
-        if self._number_alone and NUMBER_ALONE.fullmatch(answer) is None:
+        if self._number_alone and NUMBER_ALONE.fullmatch(move) is None:
             return self._answered(0.0)  # GEM would score the first number anywhere in it
-        move = gem_move(answer)
-        try:
-            if self._draws_in_step:
-                with self._random:
-                    observation, reward, terminated, truncated, gem_info = self._gem.step(move)
-            else:  # the step draws nothing from the global generators: no state to swap
-                observation, reward, terminated, truncated, gem_info = self._gem.step(move)
-            reward = float(reward)
-        except Exception as error:  # noqa: BLE001 - GEM's failure ends the episode, never raises
-            self._error = f"GEM raised {type(error).__name__}: {error}"
-            info["gem_error"] = self._error
-            self._over = self._gem_truncated = True
-            return 0.0, True, False
+        boxed = gem_move(move)
+        if self._draws_in_step:
+            with self._random:
+                observation, reward, terminated, truncated, gem_info = self._gem.step(boxed)
+        else:  # the step draws nothing from the global generators: no state to swap
+            observation, reward, terminated, truncated, gem_info = self._gem.step(boxed)
         if self.entry.kind == "task":
             return self._answered(reward)
-        self._over = bool(terminated or truncated)
-        self._gem_truncated = bool(truncated)
-        self._success = self._over and not truncated and observation.startswith("Congratulations")
         self._text = self._compose(observation, gem_info)
         key, self._state_key = self._state_key, self._gem_state_key(gem_info)
+        over = bool(terminated or truncated)
+        if over:
+            won = not truncated and observation.startswith("Congratulations")
+            self._end_episode(success=won, cut_short=bool(truncated))
         valid = not (terminated and reward == GEM_FORMAT_ERROR_REWARD)
-        return reward, valid, valid and (self._over or key != self._state_key)
+        return MoveOutcome(reward, valid, valid and (over or key != self._state_key))
 
-    def _answered(self, reward: float) -> tuple[float, bool, bool]:
+    def _answered(self, reward: Any) -> MoveOutcome:
         """Ends a task's episode on its answer's score (a valid, effective answer)."""
-        self._success = reward >= 1.0
-        self._over = True
-        self._text = observable(f"{self._rules}\n\n(Answered; the score is {reward:g}.)")
-        return reward, True, True
+        score = finite_reward(reward)
+        self._end_episode(success=score is not None and score >= 1.0)
+        shown = f"{score:g}" if score is not None else repr(reward)
+        self._text = observable(f"{self._rules}\n\n(Answered; the score is {shown}.)")
+        return MoveOutcome(reward)
 
     def _compose(self, observation: str, info: dict[str, Any]) -> str:
         suffix = info.get("suffix") or ""

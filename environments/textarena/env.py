@@ -45,7 +45,7 @@ import pickle
 import random
 import sys
 import zlib
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from environments.textarena.games import GAMES_BY_ID, Game, unmet_requirement
@@ -53,7 +53,7 @@ from environments.textarena.moves import bracketed_tokens, candidate_moves, expa
 from environments.textarena.opponents import make_opponent
 from rollenv.actions import AnswerFormat
 from rollenv.global_random import GlobalRandomState
-from rollenv.library_game_env import LibraryGameEnv
+from rollenv.library_game_env import LibraryGameEnv, MoveOutcome, finite_reward
 from rollenv.text_env import observable
 
 GAME_ID = -1  # TextArena's sender id of the game's own messages
@@ -173,6 +173,7 @@ class TextArenaEnv(LibraryGameEnv):
     """
 
     free_form: ClassVar[bool] = True
+    library: ClassVar[str] = "TextArena"
     # No oracle: TextArena ships no solvers, and a two-player game's outcome depends on the
     # opponent; the random policy's success is measured instead (see the package docstring).
     oracle: ClassVar[str | None] = None
@@ -220,8 +221,8 @@ class TextArenaEnv(LibraryGameEnv):
         self._prompts: dict[int, str] = {}
         self._views: dict[int, list[str]] = {}
         self._recent: dict[int, list[tuple[int, str, str]]] = {}
-        self._done = False
-        self._success = False
+        self._done = False  # the game says it is over (also on the copies action_words tries)
+        self._mover = "agent"  # whose move is being played: an exception blames the opponent's
         self._words: tuple[str, ...] | None = None
         #: every (seat, move, retry) sent to TextArena this episode, refused ones included;
         #: ``retry``: the opponent's retry count was reset before it (see _play_opponents)
@@ -257,7 +258,7 @@ class TextArenaEnv(LibraryGameEnv):
         self._rng.seed(self.textarena_seed)
         self.opponent.reset(self.textarena_seed + 1)
         self._prompts, self._views, self._recent = {}, {}, {}
-        self._done = self._success = False
+        self._done = False
         self._words = None
         self.moves_sent = []
         with self._in_game:
@@ -271,69 +272,52 @@ class TextArenaEnv(LibraryGameEnv):
     def _observation(self) -> str:
         return self._last_observation
 
-    def _parse_action(self, text: str) -> Hashable | None:
-        return text
-
-    def _apply(self, action: Any) -> tuple[float, bool]:  # step is overridden whole
-        raise NotImplementedError
-
-    def _solved(self) -> bool:
-        return self._success
-
     def _reset_info(self) -> dict[str, Any]:
         return {"textarena_seed": self.textarena_seed, "agent_seat": self.agent_seat}
 
     # ------------------------------------------------------------------ a turn
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        info: dict[str, Any] = {}
-        texts = self._parse_reply(action)
-        if self._done or texts is None:
-            return self._result(self.format_penalty, False, False, False, info)
+    def _play_move(self, move: str) -> MoveOutcome:
         self._words = None
-        self.actions_taken += 1
-        mover = "agent"
-        try:
-            with self._in_game:
-                refused, done = self._play(self.agent_seat, str(texts[0]))
-                if refused and not done:
-                    messages = self._take_messages(self.agent_seat)
-                    info["illegal_move_reason"] = self._reason_of(messages)
-                    return self._result(self.format_penalty, False, False, False, info)
-                mover = "opponent"
-                self._play_opponents()
-                messages = self._take_messages(self.agent_seat)
-        except Exception as error:  # a game's bug must not stop training
-            self._done = True
-            info["error"] = f"TextArena's {self.game.textarena_id} raised during the {mover}'s "
-            info["error"] += f"move: {type(error).__name__}: {error}"
-            valid = mover == "opponent"
-            reward = 0.0 if valid else self.format_penalty
-            return self._result(reward, valid, valid, True, info)
+        self._mover = "agent"
+        with self._in_game:
+            refused, done = self._play(self.agent_seat, move)
+            if refused and not done:
+                reason = self._reason_of(self._take_messages(self.agent_seat))
+                return MoveOutcome(
+                    self.format_penalty, False, False, {"illegal_move_reason": reason}
+                )
+            self._mover = "opponent"
+            self._play_opponents()
+            messages = self._take_messages(self.agent_seat)
         self._last_observation = self._render(messages, self.agent_seat)
         reward = self._final_reward() if self._done else 0.0
-        return self._result(reward, not refused, not refused, False, info)
+        return MoveOutcome(reward, valid=not refused, effective=not refused)
 
-    def _result(
-        self, reward: float, valid: bool, effective: bool, error: bool, info: dict[str, Any]
-    ) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        terminated = self._done and not error
-        truncated = error or (not terminated and self._out_of_actions())
-        info["metrics"] = {
-            "success": self._success,
-            "action_is_valid": valid,
-            "action_is_effective": effective,
-        }
-        info["anchor"] = self._last_observation
-        return self._last_observation, float(reward), terminated, truncated, info
+    def _library_raised(self, error: Exception) -> MoveOutcome:
+        self._error = f"TextArena's {self.game.textarena_id} raised during the {self._mover}'s "
+        self._error += f"move: {type(error).__name__}: {error}"
+        self._done = True
+        self._end_episode(success=False, cut_short=True)
+        valid = self._mover == "opponent"  # the agent's move is not to blame for the opponent's
+        reward = 0.0 if valid else self.format_penalty
+        return MoveOutcome(reward, valid, valid, {self.error_key: self._error})
 
-    def _final_reward(self) -> float:
+    def _final_reward(self) -> Any:
+        """The agent's reward at the game's end, clipped to [-1, 1], and the episode's end;
+        a reward that is not a number is returned as it is (the base class refuses it)."""
         rewards = self._rewards()
-        mine = max(-1.0, min(1.0, float(rewards.get(self.agent_seat, 0.0))))
+        raw = rewards.get(self.agent_seat, 0.0)
+        unreadable = [v for v in (raw, *rewards.values()) if finite_reward(v) is None]
+        if unreadable:
+            self._end_episode(success=False)
+            return unreadable[0]
+        mine = max(-1.0, min(1.0, float(raw)))
+        values = [float(v) for v in rewards.values()]
         if self.game.players == 1:
-            self._success = mine >= 1.0
+            success = mine >= 1.0
         else:
-            values = [float(v) for v in rewards.values()]
-            self._success = mine > 0 and mine == max(values) and min(values) < mine
+            success = mine > 0 and mine == max(values) and min(values) < mine
+        self._end_episode(success=success)
         return mine
 
     def _rewards(self) -> dict[int, float]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 import re
 import warnings
 
@@ -292,6 +294,58 @@ def test_adapted_games_never_raise_on_any_reply(env_id, reply):
 @given(reply=replies)
 def test_adapted_games_with_slow_resets_never_raise_on_any_reply(env_id, reply):
     _check_free_form_reply(env_id, reply)
+
+
+# Answers in the shapes the adapted games' moves take, carrying values the game will refuse or
+# cannot read: TextArena's bracketed moves, GEM's boxed answers, numbers, JSON, and the game's own
+# moves with their digits changed. Several in a row: TextArena lets one refused move go, and a
+# game's rules for the next are where its bugs showed.
+_token = st.one_of(
+    st.integers(-3, 120).map(str),
+    st.sampled_from(["A", "B", "h", "v", "x", "+", "-", "*", "/", "=", "up", "0.5", "1e309"]),
+    st.text(alphabet="abcXYZ019 ,.:;()", max_size=4),
+)
+_shaped = st.one_of(
+    st.lists(_token, max_size=4).map(lambda parts: "[" + " ".join(parts) + "]"),
+    st.lists(_token, min_size=1, max_size=3).map(lambda parts: "\\boxed{" + " ".join(parts) + "}"),
+    st.one_of(st.integers(), st.floats()).map(str),
+    st.dictionaries(st.sampled_from(["move", "x", "answer"]), st.integers(-2, 99)).map(json.dumps),
+    _token,
+)
+
+
+def _with_other_digits(word: str, digit: int) -> str:
+    return re.sub(r"\d", str(digit), word)
+
+
+@st.composite
+def _move_shaped_answers(draw, words: tuple[str, ...]):
+    answers = []
+    for _ in range(draw(st.integers(1, 4))):
+        if words and draw(st.booleans()):
+            word = draw(st.sampled_from(words))
+            answers.append(_with_other_digits(word, draw(st.integers(0, 9))))
+        else:
+            answers.append(draw(_shaped))
+    return answers
+
+
+@pytest.mark.parametrize("env_id", _params(ADAPTED_IDS))
+@settings(
+    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_adapted_games_never_raise_on_move_shaped_answers_with_wrong_values(env_id, data):
+    env = rollenv.make(env_id)
+    inner = text_env_of(env)
+    env.reset(seed=1)
+    for answer in data.draw(_move_shaped_answers(inner.action_words)):
+        obs, reward, terminated, truncated, info = env.step(f"<answer>{answer}</answer>")
+        assert env.observation_space.contains(obs) and info["anchor"] == obs
+        assert isinstance(reward, float) and math.isfinite(reward)
+        assert set(info["metrics"]) >= {"success", "action_is_valid", "action_is_effective"}
+        if terminated or truncated:
+            break
 
 
 def _check_free_form_reply(env_id, reply):

@@ -1,4 +1,5 @@
-"""LibraryGameEnv: Gymnasium's seeding semantics, a cheap episode stream, a lazy np_random."""
+"""LibraryGameEnv: Gymnasium's seeding semantics, a cheap episode stream, a lazy np_random, and
+a step built from the adapter's one method that never raises on what the game does."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from gymnasium.utils import seeding
 from gymnasium.utils.env_checker import check_env
 
 import rollenv.library_game_env as library_game_env
-from rollenv.library_game_env import LibraryGameEnv
+from rollenv.library_game_env import LibraryGameEnv, MoveOutcome
 from rollenv.splitmix_random import SplitMixRandom
 
 
@@ -34,15 +35,11 @@ class SecretNumber(LibraryGameEnv):
     def _observation(self) -> str:
         return f"the secret has {len(str(self.secret))} digits"
 
-    def _parse_action(self, text: str) -> str:
-        return text
-
-    def _apply(self, action: Any) -> tuple[float, bool]:
-        self.guessed = action == str(self.secret)
-        return float(self.guessed), True
-
-    def _solved(self) -> bool:
-        return self.guessed
+    def _play_move(self, move: str) -> MoveOutcome:
+        self.guessed = move == str(self.secret)
+        if self.guessed:
+            self._end_episode(success=True)
+        return MoveOutcome(float(self.guessed))
 
 
 def test_the_same_seed_gives_the_same_episode_and_other_seeds_others():
@@ -109,3 +106,58 @@ def test_a_seed_that_is_not_a_non_negative_int_is_refused_as_gymnasium_refuses_i
 
 def test_gymnasiums_env_checker_passes():
     check_env(SecretNumber(), skip_render_check=True)
+
+
+class BuggyGame(SecretNumber):
+    """A game whose move gives what a library's bug gives: ``reward`` back, or ``raises``."""
+
+    reward: Any = 0.0
+    raises: Exception | None = None
+
+    def _play_move(self, move: str) -> MoveOutcome:
+        if self.raises is not None:
+            raise self.raises
+        return MoveOutcome(self.reward, info={"said": move})
+
+
+@pytest.mark.parametrize("reward", ["Bad action format. Use `[A 5]`.", None, float("nan"), True])
+def test_a_reward_that_is_not_a_number_is_an_invalid_move_that_ends_the_episode(reward):
+    env = BuggyGame()
+    env.reward = reward
+    observation, _ = env.reset(seed=0)
+    after, got, terminated, truncated, info = env.step("<answer>A 5</answer>")
+    assert (after, got) == (observation, env.format_penalty)
+    assert truncated and not terminated  # the game had not ended: no verdict to report
+    assert info["metrics"] == {
+        "success": False,
+        "action_is_valid": False,
+        "action_is_effective": False,
+    }
+    assert "not a number" in info["error"] and repr(reward) in info["error"]
+    assert info["said"] == "A 5"  # the adapter's own keys are kept
+
+
+def test_an_exception_in_the_library_ends_the_episode_truncated_and_later_steps_do_nothing():
+    env = BuggyGame()
+    env.raises = KeyError("cell")
+    env.reset(seed=0)
+    _, reward, terminated, truncated, info = env.step("<answer>4</answer>")
+    assert (reward, terminated, truncated) == (0.0, False, True)
+    assert info["error"] == "the game's library raised KeyError: 'cell'"
+    assert info["metrics"]["action_is_valid"]  # the library failed, not the agent
+    env.raises = None
+    _, reward, terminated, truncated, info = env.step("<answer>4</answer>")
+    assert (reward, truncated) == (0.0, True) and not info["metrics"]["action_is_valid"]
+    assert info["error"] == "the game's library raised KeyError: 'cell'"
+    assert env.actions_taken == 1  # the step after the end played nothing
+    _, reward, *_ = env.step("no answer")
+    assert reward == env.format_penalty
+    env.reset(seed=0)  # a new episode starts clean
+    assert env.step("<answer>4</answer>")[2:4] == (False, False)
+
+
+def test_a_won_game_terminates_with_success_and_its_reward():
+    env = SecretNumber()
+    env.reset(seed=0)
+    _, reward, terminated, truncated, info = env.step(f"<answer>{env.secret}</answer>")
+    assert (reward, terminated, truncated, info["metrics"]["success"]) == (1.0, True, False, True)
