@@ -24,6 +24,7 @@ Example:
 from __future__ import annotations
 
 import difflib
+import importlib.metadata
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping
@@ -33,7 +34,8 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.envs.registration import parse_env_id
 
-from rollenv.plugins import PluginFailure, load_plugins
+from rollenv.plugins import ENTRY_POINT_GROUP, PluginFailure, load_plugins
+from rollenv.shadowing import Shadowing, find_shadowing
 
 GYMNASIUM_NAMESPACE = "rollenv"
 
@@ -148,6 +150,8 @@ class EnvRegistry(Mapping[str, EnvSpec]):
         self._loading_plugin: str | None = None
         self._lock = threading.RLock()
         self.plugin_failures: list[PluginFailure] = []
+        #: the hub's ``environments`` package hidden by a user's module (its families not loaded)
+        self.shadowing: list[Shadowing] = []
 
     # Mapping interface: every read first makes sure the plugins are in.
     def __getitem__(self, env_id: str) -> EnvSpec:
@@ -200,6 +204,12 @@ class EnvRegistry(Mapping[str, EnvSpec]):
         if self._builtin_loaded:
             return
         self._builtin_loaded = True
+        self.shadowing = find_shadowing(["environments"])
+        if self.shadowing:
+            # the hub's families would load from the user's package: none is loaded, and one
+            # line says why (here and in the error of every id asked for)
+            warnings.warn(self.shadowing[0].message(), RuntimeWarning, stacklevel=4)
+            self._loaded_entry_points.update(_hub_family_entry_points())
         # a family put off here (its package is being imported) loads with the other plugins
         self.plugin_failures += load_plugins(
             self._run_plugin, distribution="rollenv", skip=self._loaded_entry_points
@@ -299,6 +309,9 @@ class EnvRegistry(Mapping[str, EnvSpec]):
         return close[:5]
 
     def _unknown_message(self, env_id: str, close: list[str]) -> str:
+        if self.shadowing:  # nothing else would help: the hub's families never loaded
+            why = self.shadowing[0].message()
+            return f"No rollenv environment with id {env_id!r}: its family did not load, as {why}"
         message = f"No rollenv environment with id {env_id!r}."
         if close:
             message += " Did you mean: " + ", ".join(repr(c) for c in close) + "?"
@@ -308,6 +321,19 @@ class EnvRegistry(Mapping[str, EnvSpec]):
             names = ", ".join(f.name for f in self.plugin_failures)
             message += f" (Plugins that failed to load: {names}.)"
         return message
+
+
+def _hub_family_entry_points() -> set[tuple[str, str]]:
+    """``(name, value)`` of the rollenv distribution's entry points into ``environments``."""
+    try:
+        found = importlib.metadata.distribution("rollenv").entry_points
+    except importlib.metadata.PackageNotFoundError:
+        return set()
+    return {
+        (e.name, e.value)
+        for e in found
+        if e.group == ENTRY_POINT_GROUP and e.module.split(".")[0] == "environments"
+    }
 
 
 registry = EnvRegistry()

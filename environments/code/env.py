@@ -31,6 +31,7 @@ from environments.code.data import Problem, load_humaneval, load_jsonl
 from environments.code.harness import count_tests, harness_program, harness_stdin, parse_results
 from environments.code.stubs import STUB_RETURNS, stub_source
 from rollenv.actions import AnswerFormat
+from rollenv.shadowing import import_hub_package
 from rollenv.text_env import TextEnv, in_text_space
 
 _FENCE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
@@ -251,7 +252,7 @@ class CodeSandboxEnv(TextEnv):
 
     def run_tests(self, code: str) -> tuple[set[int], str, Any]:
         """Runs the tests on ``code``: the passed tests' indices, the first failure, the run."""
-        import sandboxes
+        sandboxes = import_hub_package("sandboxes")  # a user's own "sandboxes" would hide it
 
         total = self.test_count()
         nonce = secrets.token_hex(8)

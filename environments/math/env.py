@@ -32,6 +32,7 @@ from environments.math.data import (
 )
 from environments.math.verify import extract_answer, is_correct
 from rollenv.actions import AnswerFormat, tag_contents
+from rollenv.shadowing import import_hub_package
 from rollenv.text_env import TextEnv
 
 _NUMBERS = re.compile(r"-?\d+(?:\.\d+)?")
@@ -227,7 +228,7 @@ class MathEnv(TextEnv):
     def session(self):
         """The sandboxed Python session of this episode (started on first use)."""
         if self._session is None:
-            from sandboxes import Session
+            Session = import_hub_package("sandboxes").Session  # noqa: N806 - the class
 
             self._session = Session(
                 self.backend, timeout_s=self.timeout_s, memory_mb=self.memory_mb
