@@ -16,11 +16,12 @@ Seeding
 -------
 
 Such an env needs one number from its reset seed, the seed it hands the library, and its cost
-is measured against calling the library directly: ``TextEnv``'s seeding (Gymnasium's
-``np_random`` from the seed, then a Python ``Random`` from that) took 30 µs of a reset, where
-GEM resets a guessing game in 15. Here a reset seeds a ``SplitMixRandom`` instead (under a
-microsecond), and ``np_random`` is still Gymnasium's, seeded from the reset seed, but built
-only when something reads it (``check_env`` does; the game never does).
+is measured against calling the library directly (``benchmarks/gem_throughput.py``):
+``TextEnv``'s seeding (Gymnasium's ``np_random`` from the seed, then a Python ``Random`` from
+that) costs more than a whole reset of a cheap guessing game. Here a reset seeds a
+``SplitMixRandom`` instead (one assignment), and ``np_random`` is still Gymnasium's, seeded from
+the reset seed, but built only when something reads it (``check_env`` does; the game never
+does).
 
 Semantics kept from Gymnasium: the same seed gives the same episode and the same
 ``np_random``; ``reset()`` without a seed continues the stream of the last seeded reset (or

@@ -1,14 +1,15 @@
 """``SplitMixRandom``: a ``random.Random`` that is cheap to seed, for a few draws per episode.
 
-Seeding Python's own generator (MT19937) from an integer costs about 7 µs, Gymnasium's
-``np_random`` (a numpy ``SeedSequence`` and ``PCG64``) about 20 µs more: three to five times
-the whole step of a cheap game adapted from another library, where an episode needs one number
-from its seed (the seed handed to that library). SplitMix64 (Steele, Lea and Flood, 2014) is a
-64-bit counter passed through a mixing function: seeding it is one assignment, and a draw a
-few integer operations. ``random.Random`` is built to be subclassed this way (override
-``random``, ``getrandbits``, ``seed``, ``getstate``, ``setstate``), so ``randrange``,
-``choice`` and ``shuffle`` work as usual on top. Its period is 2**64: enough for the seeds of
-episodes, not a replacement for MT19937 in simulations that draw millions of numbers.
+Seeding Python's own generator (MT19937) from an integer, and Gymnasium's ``np_random`` (a
+numpy ``SeedSequence`` and ``PCG64``) even more, costs several times the whole step of a cheap
+game adapted from another library (``benchmarks/gem_throughput.py``), where an episode needs
+one number from its seed (the seed handed to that library). SplitMix64 (Steele, Lea and
+Flood, 2014) is a 64-bit counter passed through a mixing function: seeding it is one
+assignment, and a draw a few integer operations. ``random.Random`` is built to be subclassed
+this way (override ``random``, ``getrandbits``, ``seed``, ``getstate``, ``setstate``), so
+``randrange``, ``choice`` and ``shuffle`` work as usual on top. Its period is 2**64: enough
+for the seeds of episodes, not a replacement for MT19937 in simulations
+that draw millions of numbers.
 
 Example:
     >>> first, second = SplitMixRandom(7), SplitMixRandom(7)

@@ -162,7 +162,7 @@ class BwrapBackend(LocalBackend):
         uid = _LEASE.take() if os.geteuid() == 0 else None
         # setpriv drops to the leased uid in the child, where Popen(user=...) would: Python
         # may then start the child with vfork instead of fork, which copies no page tables
-        # (benchmarks/sandbox_start.py: 15 against 140 ms a run from a process holding 4 GB)
+        # (benchmarks/sandbox_start.py: several times faster from a process holding gigabytes)
         drop = uid is not None and self.setpriv is not None
         prepared = Prepared(
             argv=[], env={"PATH": "/usr/bin:/bin"}, cwd="/", user=None if drop else uid

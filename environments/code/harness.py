@@ -19,7 +19,7 @@ RESULT_PREFIX = "@@test-result-"
 # interpreter (``traceback`` when the candidate itself fails): the host splits ``check`` into
 # statements (``check_statements``), so the program needs no ``ast``, and it reads its input with
 # ``marshal`` and writes each result's text as hex, so it needs no ``json``, whose import (``re``,
-# ``enum``) took 7 of a stub's 30 ms here.
+# ``enum``) was a large share of a short program's run (benchmarks/sandbox.py).
 _PROGRAM = rf"""
 import marshal, sys
 _candidate_source, _test_source, _entry, _nonce, _arg, _statements = marshal.loads(

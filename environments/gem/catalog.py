@@ -396,7 +396,7 @@ BY_GEM_ID: dict[str, GemEntry] = {entry.gem_id: entry for entry in CATALOG}
 BY_ENV_ID: dict[str, GemEntry] = {entry.env_id: entry for entry in CATALOG}
 
 
-#: a reset (or a GEM construction) of these takes from 0.1 s to 10 s (measured here: Sokoban's
+#: a reset (or a GEM construction) of these takes a tenth of a second to seconds (Sokoban's
 #: rooms, 9x9 Sudoku with unique solutions, reasoning-gym's search-based generators)
 SLOW_GEM_IDS = frozenset(
     {

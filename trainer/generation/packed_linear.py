@@ -8,10 +8,9 @@ on every call. ``cblas_sgemm_pack`` does that once; torch exposes it as
 TorchInductor uses for frozen float32 linears). A pack is made for one row count and is only
 used for exactly that many rows, so this class keeps one pack per *bucket* (8, 32, 64 for a
 batch of 64) and pads the rows up to the next bucket: 9-32 rows all run on the 32-row pack,
-which is faster than ``F.linear`` on any of those counts. Measured with SmolLM2-135M's 30
-layers of weights (too large for the CPU caches, as in a real decode step): 32 rows take
-39.6 ms packed against 45-54 ms for 17-31 rows unpacked; 16 rows packed 37.6 ms; 8 rows
-25.8 ms against 37.8 ms.
+which is faster than ``F.linear`` on any of those counts with SmolLM2-135M's 30 layers of
+weights (too large for the CPU caches, as in a real decode step), as measured when this class
+was written; ``generation.packed_weights=false`` turns the packs off to compare again.
 
 Each pack is a copy of the weight, made the first time its bucket is used: a model's float32
 weights once more per bucket in use. Above the largest bucket (prompts), or below ``min_rows``

@@ -1,11 +1,11 @@
 """Compact copies of linear weights for decode steps of a few sequences on a CPU.
 
 A decode step of a few sequences reads every weight once: at one sequence, its time is the
-weights' bytes over the memory bandwidth. Measured on this 2-core AVX2 machine, SmolLM2-135M's
-linear layers take 48 ms a step in float32, 27 ms in bfloat16 and 11 ms as 4-bit groups
-through torch's ``_weight_int4pack_mm_for_cpu`` (bfloat16 activations); at 64 rows the 4-bit
-kernel is about as fast as float32 (271 vs 259 ms), and on a 512-token prompt float32 is
-twice as fast (29 vs 53 ms a layer), so prompts keep the float32 weights.
+weights' bytes over the memory bandwidth. So SmolLM2-135M's linear layers run a decode step
+fastest as 4-bit groups through torch's ``_weight_int4pack_mm_for_cpu`` (bfloat16
+activations), then in bfloat16, then in float32; at 64 rows the 4-bit kernel is no faster than
+float32, and on a long prompt float32 is faster, so prompts keep the float32 weights
+(``benchmarks/serve_load.py`` measures ``int4`` against ``float32``, speed and agreement).
 
 :class:`Int4Weight` cuts each row of a weight into groups of 32 input columns, each stored as
 4-bit integers ``q`` with a scale and a minimum: ``w = q * scale + minimum`` (torch's kernel
@@ -13,13 +13,11 @@ takes it as ``(q - 8) * scale + zero``). The default SmolLM2 comes as a GGUF who
 ``Q4_1``: exactly this layout (blocks of 32, a scale and a minimum), so its dequantised float32
 weights quantise back to the same integers, and only the scale and minimum are rounded (to
 bfloat16). Its output head (tied to the embedding) is ``Q8_0`` in the GGUF: 4-bit groups would
-move its logits by 9%, so the head gets an :class:`Int8Weight` copy instead (one scale a row),
-and :func:`rescore_top_logits` recomputes each step's largest logits from the float32 head.
-Inside SmolLM2's decode steps (where the layers' weights have pushed the head out of the CPU's
-caches), torch's profiler put the 8-bit head at 2.6-3.1 ms a step against 4.5-5.2 ms for a
-bfloat16 copy, on a 2-core AVX512 machine; with the 16 largest logits recomputed, greedy
-replies agreed with float32's on 248 of 256 tokens (8 prompts), against 234 with the bfloat16
-head.
+move its logits too far, so the head gets an :class:`Int8Weight` copy instead (one scale a
+row), and :func:`rescore_top_logits` recomputes each step's largest logits from the float32
+head. Inside SmolLM2's decode steps (where the layers' weights have pushed the head out of the
+CPU's caches) the 8-bit head is faster than a bfloat16 copy, and with the largest logits
+recomputed its greedy replies agree with float32's more often than the bfloat16 head's do.
 
 Example:
     >>> import torch

@@ -97,8 +97,8 @@ class VLLMGenerator(OwnsModelFolder):
             engine_kwargs.setdefault("max_num_seqs", max_batch_size)
         # The engine core runs in this process, so the weight sync hands tensors to the model
         # itself: across vLLM's process boundary its msgpack decoder returns a tensor argument
-        # of collective_rpc as a (dtype, shape, buffer index) list, not a tensor (seen on a
-        # lent H200 with vLLM 0.26, where update_weights failed).
+        # of collective_rpc as a (dtype, shape, buffer index) list, not a tensor, and
+        # update_weights fails.
         if os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0") != "0":
             raise ValueError(
                 "VLLMGenerator loads the trainer's weights into vLLM's model in this process: "

@@ -170,8 +170,8 @@ class ServingEngine:
             output (e.g. to record metrics); the attribute of that name can be set later.
         on_refused: called on the engine thread with each queued request it refused; likewise.
         own_thread: start a thread that runs :meth:`run`. ``False``: the caller runs it, on
-            the main thread for speed: on this 2-core machine torch decodes one sequence at
-            34 tokens/s on the main thread and 19-21 on another (OpenMP's second team), so
+            the main thread for speed: torch decodes one sequence markedly faster on the main
+            thread than on another (OpenMP's second team; ``benchmarks/serve_load.py``), so
             ``roll-agent serve`` steps the engine on its main thread and serves HTTP from
             another.
     """
