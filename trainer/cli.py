@@ -38,6 +38,7 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
+from trainer.algorithms.registry import ALGORITHMS
 from trainer.cli_arguments import (
     PROG,
     USAGE_ERROR,
@@ -51,6 +52,7 @@ from trainer.env_commands import add_env_commands
 from trainer.eval_commands import add_eval_command, add_leaderboard_command
 from trainer.extras import INSTALL_COMMANDS, MissingExtraError, require_extra
 from trainer.serve_env_command import add_serve_env_command
+from trainer.strategies.registry import STRATEGIES
 
 INTERRUPTED = 130
 
@@ -121,10 +123,12 @@ def _add_train_command(commands: argparse._SubParsersAction) -> None:
         f"Needs the [train] extra: {INSTALL_COMMANDS['train']}",
     )
     _add_run_options(parser)
+    full_context = [name for name, spec in ALGORITHMS.items() if spec.needs_full_context]
     parser.add_argument(
         "--algo",
-        choices=["starpo", "grpo", "gigpo", "ppo", "rloo", "reinforce++", "raft"],
-        help="the algorithm (ppo switches to full context)",
+        choices=list(ALGORITHMS),
+        help="algorithm.name, the advantage estimator"
+        + (f" ({' and '.join(full_context)} switch to full context)" if full_context else ""),
     )
     parser.add_argument("--steps", type=positive_int, help="train.steps")
     parser.add_argument(
@@ -140,7 +144,7 @@ def _add_train_command(commands: argparse._SubParsersAction) -> None:
         "--ray-address",
         metavar="ADDRESS",
         help="join this Ray cluster (e.g. 10.0.0.5:6379) instead; implies --ray (the train "
-        "workers of --strategy fsdp2/deepspeed run there too)",
+        "workers of a --strategy that has them run there too)",
     )
     _add_strategy_options(parser)
     parser.add_argument(
@@ -160,13 +164,15 @@ def _add_train_command(commands: argparse._SubParsersAction) -> None:
 def _add_strategy_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--strategy",
-        choices=["torch", "fsdp2", "deepspeed", "megatron"],
-        help="train.strategy: torch (this process, the default), or a Ray group of train "
-        "workers sharding the update: fsdp2, deepspeed (ZeRO, --set train.zero_stage=1|2|3), "
-        "megatron (GPUs)",
+        choices=list(STRATEGIES),
+        help="train.strategy: "
+        + "; ".join(f"{name}: {spec.description}" for name, spec in STRATEGIES.items()),
     )
+    in_process = [name for name, spec in STRATEGIES.items() if spec.in_process]
     parser.add_argument(
-        "--workers", type=positive_int, help="train.workers: the train workers (1 for torch)"
+        "--workers",
+        type=positive_int,
+        help=f"train.workers: the train workers (1 for {', '.join(in_process)})",
     )
 
 

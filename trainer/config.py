@@ -4,10 +4,10 @@ Every field is checked by pydantic; a bad value becomes one ``ConfigError`` line
 field, what was given and what is allowed, never a traceback.
 
 Example:
-    >>> overrides = ["algorithm.name=gigpo", "env.context=window", "train.steps=3"]
+    >>> overrides = ["env.context=window", "train.steps=3"]
     >>> config = load_config("sokoban", overrides)
-    >>> config.algorithm.name, config.train.steps, config.env.id
-    ('gigpo', 3, 'SimpleSokoban-v0')
+    >>> config.env.context, config.train.steps, config.env.id
+    ('window', 3, 'SimpleSokoban-v0')
     >>> load_config("sokoban", overrides=["env.context=sideways"])
     Traceback (most recent call last):
     ...
@@ -32,7 +32,8 @@ from pydantic import (
     model_validator,
 )
 
-AlgorithmName = Literal["starpo", "grpo", "gigpo", "ppo", "rloo", "reinforce++", "raft"]
+from trainer.algorithms.registry import ALGORITHMS, UnknownAlgorithmError, algorithm_spec
+from trainer.strategies.registry import STRATEGIES, UnknownStrategyError, strategy_spec
 
 
 class ConfigError(ValueError):
@@ -216,7 +217,9 @@ class SamplingConfig(_Section):
 
 
 class AlgorithmConfig(_Section):
-    name: AlgorithmName = "starpo"
+    # a name in trainer.algorithms.ALGORITHMS (checked when the config is validated, so an
+    # estimator registered after this module was imported is allowed)
+    name: str = "starpo"
     gamma: float = Field(0.95, ge=0.0, le=1.0)
     gae_lambda: float = Field(0.95, ge=0.0, le=1.0)
     step_weight: float = 1.0
@@ -251,6 +254,14 @@ class AlgorithmConfig(_Section):
     score_actions_only: bool = False
     ppo_epochs: int = Field(1, gt=0)
     minibatches: int = Field(1, gt=0)
+
+    @field_validator("name")
+    @classmethod
+    def _registered_algorithm(cls, name: str) -> str:
+        try:
+            return algorithm_spec(name).name
+        except UnknownAlgorithmError as error:
+            raise ValueError(str(error)) from None
 
 
 class GenerationConfig(_Section):
@@ -332,14 +343,12 @@ class OptimConfig(_Section):
     moments_from: str | None = None
 
 
-StrategyName = Literal["torch", "fsdp2", "deepspeed", "megatron"]
-
-
 class TrainConfig(_Section):
     steps: int = Field(100, gt=0)
     device: Literal["auto", "cpu", "cuda"] = "auto"
-    # torch: this process; fsdp2, deepspeed, megatron: a Ray group of `workers` train workers
-    strategy: StrategyName = "torch"
+    # a name in trainer.strategies.STRATEGIES: this process, or a Ray group of `workers` train
+    # workers (checked when the config is validated, as algorithm.name is)
+    strategy: str = "torch"
     workers: int = Field(1, gt=0)
     # Ray resources of each train worker (GPUs: 1 each where the cluster has them, if None)
     worker_cpus: float = Field(1.0, ge=0.0)
@@ -348,11 +357,12 @@ class TrainConfig(_Section):
     # memory the memory plan may count on per worker, in GiB (None: this machine's RAM shared by
     # the workers, or one GPU's memory)
     worker_memory_gib: float | None = Field(None, gt=0.0)
-    # deepspeed
+    # ZeRO, for the strategies whose memory layout has a zero_stage_setting
     zero_stage: int = Field(2, ge=1, le=3)
     offload_optimizer: bool = False
     offload_params: bool = False
-    # fsdp2: bfloat16 compute with float32 master weights where the device supports it
+    # bfloat16 compute with float32 master weights where the device supports it, for the
+    # strategies that support mixed precision
     mixed_precision: bool = False
     activation_checkpointing: bool = False
     # every training process returns freed tensors of 1 MiB or more to the OS at once (glibc's
@@ -362,7 +372,7 @@ class TrainConfig(_Section):
     # less freed memory resident than glibc (trainer.strategies.allocator); the torch strategy
     # takes it only if this process was started with it
     allocator: Literal["default", "jemalloc"] = "default"
-    # megatron (GPUs only)
+    # model parallelism, for the strategies that split the model
     tensor_parallel: int = Field(1, gt=0)
     pipeline_parallel: int = Field(1, gt=0)
     context_parallel: int = Field(1, gt=0)
@@ -381,6 +391,14 @@ class TrainConfig(_Section):
     eval_groups: int = Field(16, gt=0)
     checkpoint_every: int = Field(10, ge=0)
     loggers: list[Literal["tensorboard", "jsonl", "wandb", "swanlab"]] = ["tensorboard", "jsonl"]
+
+    @field_validator("strategy")
+    @classmethod
+    def _registered_strategy(cls, name: str) -> str:
+        try:
+            return strategy_spec(name).name
+        except UnknownStrategyError as error:
+            raise ValueError(str(error)) from None
 
 
 class SftConfig(_Section):
@@ -441,10 +459,13 @@ class Config(_Section):
                     "model.trainable_layers freezes whole layers and model.lora trains adapters "
                     "only: set one of them"
                 )
-            if self.train.strategy != "torch":
+            if not STRATEGIES[self.train.strategy].trains_selected_layers:
+                able = " or ".join(
+                    name for name, spec in STRATEGIES.items() if spec.trains_selected_layers
+                )
                 raise ValueError(
-                    f"model.trainable_layers is only trained by train.strategy=torch (got "
-                    f"{self.train.strategy}): drop it, or use train.strategy=torch"
+                    f"model.trainable_layers is only trained by train.strategy={able} (got "
+                    f"{self.train.strategy}): drop it, or use train.strategy={able}"
                 )
         whole, warm = self.train.max_minutes, self.sft.max_minutes
         if self.sft.before_rl and whole is not None and warm is not None and warm >= whole:
@@ -452,9 +473,12 @@ class Config(_Section):
                 f"sft.max_minutes ({warm:g}) is the warm start's share of the whole run's "
                 f"train.max_minutes ({whole:g}): set it below, or sft.max_minutes=null"
             )
-        if self.algorithm.name == "ppo" and self.env.context != "full":
+        algorithm = ALGORITHMS[self.algorithm.name]
+        if algorithm.needs_full_context and self.env.context != "full":
             raise ValueError(
-                "algorithm.name=ppo trains a critic over whole episodes: set env.context=full"
+                f"algorithm.name={algorithm.name} scores whole episodes"
+                + (" with a critic" if algorithm.needs_critic else "")
+                + ": set env.context=full"
             )
         gpu_engine = self.generation.backend in ("vllm", "sglang")
         if gpu_engine and self.rollout.mode == "ray" and self.rollout.generator_gpus <= 0:
@@ -535,7 +559,9 @@ class Config(_Section):
                     raise ValueError(f"rollout.{name} needs rollout.mode=ray")
         if self.algorithm.skip_zero_advantage:
             other_terms = {
-                "algorithm.name=ppo (its critic's loss)": self.algorithm.name == "ppo",
+                f"algorithm.name={algorithm.name} ("
+                + ("its critic's loss" if algorithm.needs_critic else "its loss uses every episode")
+                + ")": algorithm.needs_every_episode,
                 "algorithm.kl_coef > 0 with kl_mode=loss": self.algorithm.kl_coef > 0
                 and self.algorithm.kl_mode == "loss",
             }

@@ -9,16 +9,12 @@ import importlib
 from types import ModuleType
 
 #: How to install each optional extra. torch is pinned first: an unpinned torch from PyPI drags
-#: in several GB of CUDA packages.
+#: in several GB of CUDA packages. The training strategies' extras are named with their
+#: strategies, in ``trainer.strategies.registry`` (``Requirement``).
 INSTALL_COMMANDS = {
     "train": "pip install torch==2.13.0 && pip install 'rollenv[train]'",
     "serve": "pip install torch==2.13.0 && pip install 'rollenv[train,serve]'",
-    # DeepSpeed compiles its C++ ops when first used, not at install
-    "deepspeed": (
-        "pip install torch==2.13.0 && DS_BUILD_OPS=0 pip install 'rollenv[train,deepspeed]'"
-    ),
     "leaderboard": "pip install 'rollenv[leaderboard]'",
-    "megatron": "pip install 'rollenv[train,megatron]' (its model runs on CUDA GPUs)",
     # the GPU engines pin their own torch and CUDA wheels: no CPU torch first
     "vllm": "pip install 'rollenv[train,vllm]' (on a machine with a CUDA GPU)",
     "sglang": "pip install 'rollenv[train,sglang]' (on a machine with a CUDA GPU)",

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import rollenv
+from trainer.algorithms.registry import ALGORITHMS
 from trainer.config import Config, ConfigError, load_config, preset_names
 from trainer.library_output import quiet_library_output
 from trainer.run_folder import check_run_folder
@@ -38,12 +39,16 @@ def config_from_args(args: argparse.Namespace) -> Config:
     algo = getattr(args, "algo", None)
     if algo:
         overrides.append(f"algorithm.name={algo}")
-        if algo == "ppo":
-            # the critic scores whole episodes, and its loss needs every episode, even those
-            # whose group returns were all equal
-            for key, value in (("env.context", "full"), ("algorithm.skip_zero_advantage", "false")):
-                if not any(s.startswith(f"{key}=") for s in args.set):
-                    overrides.append(f"{key}={value}")
+        spec = ALGORITHMS.get(algo)  # an unknown name is the config's error to report
+        implied = []
+        if spec is not None and spec.needs_full_context:
+            implied.append(("env.context", "full"))
+        if spec is not None and spec.needs_every_episode:
+            # even the episodes whose group returns were all equal (a critic's loss uses them)
+            implied.append(("algorithm.skip_zero_advantage", "false"))
+        for key, value in implied:
+            if not any(s.startswith(f"{key}=") for s in args.set):
+                overrides.append(f"{key}={value}")
     for flag, key in (
         ("model", "model.name"),
         ("steps", "train.steps"),

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from trainer.algorithms import kl_penalty, nonzero_advantage_filter, starpo_s_filter
+from trainer.algorithms import ALGORITHMS, kl_penalty, nonzero_advantage_filter, starpo_s_filter
 from trainer.batch import TokenBatch
 from trainer.checkpoint import checkpoint_step, latest_checkpoint, save_checkpoint
 from trainer.config import Config
@@ -56,6 +56,7 @@ from trainer.run_view import Phase, PlainRunView, RunView, format_duration
 from trainer.seeds import step_seeds
 from trainer.sft import WARM_START, WarmStartState, planned_sft_steps, supervised_warm_start
 from trainer.stop_request import RunStopped, StopRequest
+from trainer.strategies import STRATEGIES
 from trainer.strategies.from_config import build_strategy, resolve_device
 from trainer.strategies.frozen_layers import check_trainable_layers
 
@@ -238,7 +239,8 @@ class Pipeline:
         check_trainable_layers(config.model.name, config.model.trainable_layers)
         model_name = self._warm_started_model(resume) if config.sft.before_rl else config.model.name
         self._log(f"Loading model {model_name}...")
-        distributed = config.train.strategy != "torch"  # the train workers load their own
+        # a strategy's train workers load their own policy
+        distributed = not STRATEGIES[config.train.strategy].in_process
         local = config.rollout.mode == "local"  # the generator in this process needs one
         policy = None
         if distributed and not local:
@@ -445,12 +447,13 @@ class Pipeline:
         samples = samples_of(trajectories)
         sequences = [s.token_ids for s in samples]
         masks = [torch.tensor(s.loss_mask, dtype=torch.float32) for s in samples]
-        if algorithm.old_logprobs == "generator" and algorithm.name != "ppo":
+        needs_critic = ALGORITHMS[algorithm.name].needs_critic
+        if algorithm.old_logprobs == "generator" and not needs_critic:
             old_logprobs = [torch.tensor(s.logprobs, dtype=torch.float32) for s in samples]
             values = None
-        else:
+        else:  # the critic's values come from the same forward pass
             old_logprobs, values = self.strategy.sequence_logprobs(
-                sequences, masks, with_values=algorithm.name == "ppo"
+                sequences, masks, with_values=needs_critic
             )
         ref_logprobs = None
         if algorithm.kl_coef > 0:
@@ -578,8 +581,7 @@ class Pipeline:
         if self.rollouts is not None:
             self.rollouts.shutdown()
             self.rollouts = None
-        if hasattr(self.strategy, "close"):
-            self.strategy.close()
+        self.strategy.close()
         if self.reward_pool is not None:
             self.reward_pool.close()
             self.reward_pool = None

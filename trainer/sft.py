@@ -42,6 +42,7 @@ from trainer.run_clock import RunClock
 from trainer.run_view import Phase, PlainRunView, RunView
 from trainer.seeds import step_seeds
 from trainer.stop_request import StopRequest
+from trainer.strategies import STRATEGIES
 from trainer.strategies.from_config import build_strategy, resolve_device
 from trainer.strategies.frozen_layers import check_trainable_layers
 
@@ -128,7 +129,7 @@ class OracleSFT:
         torch.manual_seed(config.train.seed)
         check_trainable_layers(config.model.name, config.model.trainable_layers)
         self.log(f"Loading model {config.model.name}...")
-        if config.train.strategy == "torch":
+        if STRATEGIES[config.train.strategy].in_process:
             model, self.tokenizer = load_model(config.model.name, seed=config.train.seed)
             model.to(resolve_device(config.train.device))
         else:  # the train workers load their own copies

@@ -1,26 +1,34 @@
-"""The ``Strategy`` interface: how the policy is updated and where its weights live.
+"""The ``Strategy`` protocol: how the policy is updated and where its weights live.
 
-Backends: ``TorchStrategy`` (one process, CPU or one GPU) and ``RayStrategy`` (a Ray group of
-train workers sharding the update with FSDP2 or DeepSpeed ZeRO, gloo on CPU, NCCL on GPU); see
-``trainer.strategies.from_config``.
+The pipeline and the warm start (``trainer.sft``) drive a strategy through these methods
+only. The built-in strategies are :class:`~trainer.strategies.torch_strategy.TorchStrategy`
+(this process, CPU or one GPU) and :class:`~trainer.strategies.ray_strategy.RayStrategy` (a Ray
+group of train workers sharding the update); :mod:`trainer.strategies.registry` names them and
+builds the one ``train.strategy`` asks for. Type annotations only name torch: importing this
+module imports neither torch nor Ray.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
-from trainer.batch import TokenBatch
+    from trainer.batch import TokenBatch
 
 
+@runtime_checkable
 class Strategy(Protocol):
+    """What a training strategy does for the pipeline and the warm start."""
+
     def sequence_logprobs(
         self, sequences: list[list[int]], masks: list[torch.Tensor], *, with_values: bool = False
     ) -> tuple[list[torch.Tensor], list[torch.Tensor] | None]:
-        """Log-probs of the masked tokens under the current policy (and values), no grad."""
+        """Log-probs of the masked tokens under the current policy (and the critic's values,
+        ``with_values``), without gradients."""
         ...
 
     def reference_logprobs(
@@ -30,13 +38,46 @@ class Strategy(Protocol):
         ...
 
     def train_step(self, batch: TokenBatch) -> dict[str, float]:
-        """One optimiser step on ``batch``; returns metrics."""
+        """One optimiser step of the RL loss on ``batch``; returns metrics."""
+        ...
+
+    def supervised_step(self, batch: TokenBatch) -> dict[str, float]:
+        """One optimiser step of next-token cross-entropy on ``batch``'s masked tokens (SFT)."""
         ...
 
     def inference_state_dict(self) -> Mapping[str, torch.Tensor]:
         """Full policy weights for a generator (LoRA merged in)."""
         ...
 
-    def save(self, folder: Path) -> None: ...
+    def save(self, folder: Path) -> None:
+        """Writes the policy and the optimizer state to ``folder``."""
+        ...
 
-    def load(self, folder: Path) -> None: ...
+    def load(self, folder: Path) -> None:
+        """Reads back what :meth:`save` wrote."""
+        ...
+
+    def load_optimizer_moments(self, folder: Path) -> None:
+        """Starts the optimizer from the moments saved in ``folder``, weights untouched."""
+        ...
+
+    def close(self) -> None:
+        """Releases what the strategy started (train workers, Ray); safe to call twice."""
+        ...
+
+
+def missing_methods(strategy: object) -> list[str]:
+    """The methods of :class:`Strategy` that ``strategy`` lacks.
+
+    Args:
+        strategy: any object, e.g. what a registered strategy's builder returned.
+
+    Returns:
+        The names of the missing methods, in the protocol's order (empty: it is a Strategy).
+
+    Example:
+        >>> missing_methods(object())[:2]
+        ['sequence_logprobs', 'reference_logprobs']
+    """
+    wanted = [name for name in vars(Strategy) if not name.startswith("_")]
+    return [name for name in wanted if not callable(getattr(strategy, name, None))]

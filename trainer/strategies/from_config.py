@@ -1,9 +1,9 @@
 """The training strategy and device a config asks for.
 
-``train.strategy=torch`` trains in this process; ``fsdp2``, ``deepspeed`` and ``megatron``
-(CUDA GPUs) start a Ray group of ``train.workers`` train workers
-(:class:`~trainer.strategies.ray_strategy.RayStrategy`),
-after a memory plan has shown that the config fits them.
+``train.strategy`` names an entry of :data:`trainer.strategies.STRATEGIES`. A strategy that
+trains in this process is checked and built at once; one with train workers (a Ray group of
+``train.workers``, :class:`~trainer.strategies.ray_strategy.RayStrategy`) after the Ray
+cluster's size and a memory plan have shown that the config fits them.
 
 Example:
     >>> from trainer.strategies.from_config import resolve_device
@@ -19,26 +19,21 @@ from dataclasses import replace
 
 import torch
 
+from trainer.algorithms import ALGORITHMS
 from trainer.cluster_gpus import check_gpus, generator_demand
 from trainer.config import Config, ConfigError
-from trainer.extras import INSTALL_COMMANDS
 from trainer.strategies.allocator import (
     AllocatorError,
     allocator_env_vars,
     jemalloc_library,
     loaded_allocator,
 )
+from trainer.strategies.base import Strategy, missing_methods
 from trainer.strategies.host_memory import return_freed_tensors_to_os
-from trainer.strategies.torch_strategy import LossSettings, TorchStrategy
+from trainer.strategies.registry import STRATEGIES, StrategyRequest, strategy_spec
+from trainer.strategies.torch_strategy import LossSettings
 
-__all__ = ["build_strategy", "check_strategy", "resolve_device"]
-
-#: What each distributed strategy needs installed (module, extra).
-_NEEDS = {
-    "fsdp2": None,
-    "deepspeed": ("deepspeed", "deepspeed"),
-    "megatron": ("megatron", "megatron"),
-}
+__all__ = ["build_strategy", "check_strategy", "resolve_device", "worker_gpus"]
 
 
 def resolve_device(setting: str) -> torch.device:
@@ -71,7 +66,7 @@ def strategy_options(config: Config, *, lr: float | None = None) -> dict:
         "grad_clip": config.optim.grad_clip,
         "micro_batch_tokens": config.optim.micro_batch_tokens,
         "lora": config.model.lora,
-        "value_head": algorithm.name == "ppo",
+        "value_head": ALGORITHMS[algorithm.name].needs_critic,
         "reference": algorithm.kl_coef > 0,
         "activation_checkpointing": config.train.activation_checkpointing,
         "trainable_layers": config.model.trainable_layers,
@@ -79,32 +74,30 @@ def strategy_options(config: Config, *, lr: float | None = None) -> dict:
 
 
 def check_strategy(config: Config) -> None:
-    """Refuses, in one line each, a strategy this machine cannot run: not installed, GPU-only
-    without a GPU, more workers than the Ray cluster has CPUs or GPUs,
+    """Refuses, in one line each, a strategy this machine cannot run: not installed, its own
+    refusals (GPU-only without a GPU, ...), more workers than the Ray cluster has CPUs or GPUs,
     or a memory plan that does not fit. Starts Ray if needed (it reads the cluster's size)."""
     train = config.train
-    if train.strategy == "torch":
+    spec = strategy_spec(train.strategy)
+    if spec.requires is not None and importlib.util.find_spec(spec.requires.module) is None:
+        raise ConfigError(
+            f"train.strategy={spec.name} needs {spec.requires.module}, which is not installed: "
+            f"{spec.requires.install}"
+        )
+    if spec.in_process:
         _check_allocator_here(config)
         if train.workers != 1:
+            grouped = [name for name, other in STRATEGIES.items() if not other.in_process]
             raise ConfigError(
-                f"train.strategy=torch trains in this process: train.workers must be 1 (got "
-                f"{train.workers}); use train.strategy=fsdp2 or deepspeed for more workers"
+                f"train.strategy={spec.name} trains in this process: train.workers must be 1 "
+                f"(got {train.workers}); use train.strategy={_either(grouped)} for more workers"
             )
+    own_check = spec.check_function()
+    if own_check is not None:
+        own_check(config)
+    if spec.in_process:
         return
-    needed = _NEEDS[train.strategy]
-    if needed is not None and importlib.util.find_spec(needed[0]) is None:
-        command = INSTALL_COMMANDS.get(needed[1], f"pip install 'rollenv[{needed[1]}]'")
-        raise ConfigError(
-            f"train.strategy={train.strategy} needs {needed[0]}, which is not installed: {command}"
-        )
-    if train.strategy == "megatron":
-        _check_megatron(config)
     cuda = resolve_device(train.device).type == "cuda"
-    if train.strategy == "megatron" and not cuda:
-        raise ConfigError(
-            "train.strategy=megatron needs CUDA GPUs (megatron-core asks torch.cuda for its "
-            "buffers and RNG states); on this machine use train.strategy=fsdp2 or deepspeed"
-        )
     try:
         allocator_env_vars(train.allocator)
     except AllocatorError as error:
@@ -121,15 +114,21 @@ def _check_allocator_here(config: Config) -> None:
         allocator_env_vars("jemalloc")
     except AllocatorError as error:
         raise ConfigError(str(error)) from None
+    grouped = [name for name, spec in STRATEGIES.items() if not spec.in_process]
     raise ConfigError(
-        "train.allocator=jemalloc: train.strategy=torch trains in this process, which was "
-        f"started without it: start it with LD_PRELOAD={jemalloc_library()} (fsdp2, deepspeed and "
-        "megatron start their train workers with it)"
+        f"train.allocator=jemalloc: train.strategy={config.train.strategy} trains in this "
+        f"process, which was started without it: start it with LD_PRELOAD={jemalloc_library()} "
+        f"({_either(grouped, 'and')} start their train workers with it)"
     )
 
 
-def _check_megatron(config: Config) -> None:
-    """What the megatron strategy does not train yet, refused in one line each."""
+def _either(names: list[str], conjunction: str = "or") -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {conjunction} {names[-1]}"
+
+
+def check_megatron(config: Config) -> None:
+    """What the megatron strategy does not train yet, and its need of CUDA GPUs, refused in
+    one line each (the megatron entry's ``check`` in the registry)."""
     train = config.train
     if config.model.lora is not None:
         raise ConfigError(
@@ -154,6 +153,11 @@ def _check_megatron(config: Config) -> None:
             f"train.workers={train.workers} is not a multiple of train.tensor_parallel="
             f"{train.tensor_parallel}: the workers form groups of tensor_parallel"
         )
+    if resolve_device(train.device).type != "cuda":
+        raise ConfigError(
+            "train.strategy=megatron needs CUDA GPUs (megatron-core asks torch.cuda for its "
+            "buffers and RNG states); on this machine use train.strategy=fsdp2 or deepspeed"
+        )
 
 
 def _check_cluster(config: Config, cuda: bool) -> None:
@@ -175,7 +179,7 @@ def _check_cluster(config: Config, cuda: bool) -> None:
             + f" need {cpus_needed:g} CPUs but the Ray cluster has {total.get('CPU', 0):g}; "
             "lower train.workers or train.worker_cpus (0.5 shares a core), or add nodes"
         )
-    gpus = _worker_gpus(config, cuda)
+    gpus = worker_gpus(config, cuda)
     demands = [
         (f"train.workers={train.workers} × train.worker_gpus={gpus:g}", train.workers * gpus)
     ]
@@ -190,7 +194,8 @@ def _check_cluster(config: Config, cuda: bool) -> None:
             )
 
 
-def _worker_gpus(config: Config, cuda: bool) -> float:
+def worker_gpus(config: Config, cuda: bool) -> float:
+    """GPUs of each train worker: ``train.worker_gpus``, else one each when training on CUDA."""
     if config.train.worker_gpus is not None:
         return config.train.worker_gpus
     return 1.0 if cuda else 0.0
@@ -217,63 +222,55 @@ def build_strategy(
     lr: float | None = None,
     model_name: str | None = None,
     vocabulary: tuple[int, ...] | None = None,
-):
-    """The strategy a config describes: a :class:`TorchStrategy` around ``model``, or a
-    :class:`~trainer.strategies.ray_strategy.RayStrategy` whose workers load ``model_name``
-    (default ``model.name``) themselves. ``vocabulary``: the token ids replies are scored
-    among (``LossSettings.vocabulary``)."""
+) -> Strategy:
+    """The strategy ``train.strategy`` names, checked (:func:`check_strategy`) and built by its
+    registered builder: around ``model`` in this process, or as train workers that load
+    ``model_name`` (default ``model.name``) themselves.
+
+    Args:
+        config: the run's config.
+        model: the policy loaded in this process, if any.
+        pad_id: the tokenizer's padding id.
+        lr: the learning rate, in place of ``optim.lr`` (the warm start's).
+        model_name: what train workers load, in place of ``model.name``.
+        vocabulary: the token ids replies are scored among (``LossSettings.vocabulary``).
+
+    Returns:
+        The strategy.
+
+    Raises:
+        ConfigError: this machine cannot run the strategy (see :func:`check_strategy`).
+        TypeError: the registered builder returned an object that is not a ``Strategy``.
+    """
     options = {"pad_id": pad_id, **strategy_options(config, lr=lr)}
     if vocabulary is not None:
         options["loss"] = replace(options["loss"], vocabulary=tuple(vocabulary))
-    train = config.train
-    if train.strategy == "torch":
+    spec = strategy_spec(config.train.strategy)
+    request = StrategyRequest(config, model, options, model_name or config.model.name)
+    if spec.in_process:
         check_strategy(config)
-        if train.return_freed_memory and not return_freed_tensors_to_os():
+        if config.train.return_freed_memory and not return_freed_tensors_to_os():
             warnings.warn(
                 "train.return_freed_memory does nothing here: it needs glibc's malloc (Linux)",
                 stacklevel=2,
             )
-        return TorchStrategy(model, **options)
-    import ray
-
-    started_ray = not ray.is_initialized()
-    try:
-        check_strategy(config)  # starts Ray to read the cluster's size
-    except ConfigError:
-        if started_ray and ray.is_initialized():
-            ray.shutdown()
-        raise
-    from trainer.strategies.ray_strategy import RayStrategy
-    from trainer.strategies.worker_group import WorkerSpec
-
-    cuda = resolve_device(train.device).type == "cuda"
-    if train.strategy == "deepspeed":
-        options.update(
-            zero_stage=train.zero_stage,
-            offload_optimizer=train.offload_optimizer,
-            offload_params=train.offload_params,
-        )
-    elif train.strategy == "megatron":
-        options.update(seed=train.seed, tensor_parallel=train.tensor_parallel)
     else:
-        options.update(mixed_precision=train.mixed_precision)
-    spec = WorkerSpec(
-        strategy=train.strategy,
-        model_name=model_name or config.model.name,
-        seed=train.seed,
-        device="cuda" if cuda else "cpu",
-        options=options,
-        return_freed_memory=train.return_freed_memory,
-        allocator=train.allocator,
-    )
-    return RayStrategy(
-        spec,
-        workers=train.workers,
-        cpus=train.worker_cpus,
-        gpus=_worker_gpus(config, cuda),
-        resources=dict(train.worker_resources),
-        per_sequence=config.algorithm.aggregation != "token-mean",
-        tensor_parallel=train.tensor_parallel if train.strategy == "megatron" else 1,
-        bucket_mb=config.rollout.weight_bucket_mb,
-        stop_ray_on_close=started_ray,
-    )
+        import ray
+
+        started_ray = not ray.is_initialized()
+        try:
+            check_strategy(config)  # starts Ray to read the cluster's size
+        except ConfigError:
+            if started_ray and ray.is_initialized():
+                ray.shutdown()
+            raise
+        request = replace(request, started_ray=started_ray)
+    strategy = spec.builder()(request)
+    missing = missing_methods(strategy)
+    if missing:
+        raise TypeError(
+            f"train.strategy={spec.name}: its builder returned a {type(strategy).__name__}, "
+            f"which lacks {', '.join(missing)} of the Strategy protocol "
+            "(trainer.strategies.base.Strategy)"
+        )
+    return strategy

@@ -48,7 +48,7 @@ from trainer.strategies.megatron_weights import (
     megatron_to_hf,
     transformer_config_kwargs,
 )
-from trainer.strategies.sharded import _ShardedStrategy
+from trainer.strategies.sharded import ShardedStrategy
 from trainer.strategies.torch_strategy import read_model_folder
 
 #: AdamW's per-weight moments, converted between layouts like the weights themselves.
@@ -157,7 +157,7 @@ class MegatronPolicy(SelectedLogits):
         return hidden, logits
 
 
-class MegatronStrategy(_ShardedStrategy):
+class MegatronStrategy(ShardedStrategy):
     """Trains a Hugging Face Llama / Qwen2 policy as a Megatron-core ``GPTModel``.
 
     Needs ``torch.distributed`` initialised (one rank a worker). LoRA is refused (Megatron-core

@@ -7,17 +7,19 @@ training dtype (4: float32) and ``N`` tokens per micro-batch:
 
 * parameters = P*b, plus P*2 with ``mixed_precision`` (the bfloat16 compute copy);
   gradients = T*b; optimizer = 2*T*b (AdamW's exp_avg and exp_avg_sq).
-* Sharding: ``torch`` holds all three; ``fsdp2`` divides them by ``workers``; ``deepspeed``
-  ZeRO-1 divides the optimizer, ZeRO-2 also the gradients, ZeRO-3 also the parameters;
-  ``megatron`` divides all three by ``tensor_parallel * pipeline_parallel``. Where parameters
-  are sharded (fsdp2, ZeRO-3), the largest decoder layer is added unsharded: the all-gather
-  buffer of the layer being computed.
+* Sharding, as each strategy's registered ``MemoryLayout`` says: ``torch`` holds all three;
+  ``fsdp2`` divides them by ``workers``; ``deepspeed`` ZeRO-1 divides the optimizer, ZeRO-2
+  also the gradients, ZeRO-3 also the parameters; ``megatron`` divides all three by
+  ``tensor_parallel * pipeline_parallel``. Where parameters are sharded and gathered a layer at
+  a time (fsdp2, ZeRO-3), the largest decoder layer is added unsharded: the all-gather buffer
+  of the layer being computed.
 * DeepSpeed offload: ``offload_optimizer`` moves the optimizer state to host memory,
   ``offload_params`` (ZeRO-3) the parameter partition; the bytes moved are ``offloaded``, in
   host memory, and not in ``total`` (the device's bytes). Only the device is checked.
 * reference (``kl_coef > 0``, no LoRA): a frozen full copy, P*b, unsharded, on every worker.
   With LoRA the base model with adapters off is the reference: no copy.
-* activations, see :func:`plan_memory`; PPO's value head adds ``hidden_size + 1`` parameters.
+* activations, see :func:`plan_memory`; a critic's value head (an estimator that
+  ``needs_critic``) adds ``hidden_size + 1`` parameters.
 
 Example:
     >>> import textwrap
@@ -52,7 +54,14 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
+from trainer.algorithms import ALGORITHMS
 from trainer.config import ConfigError
+from trainer.strategies.registry import (
+    STRATEGIES,
+    MemoryLayout,
+    UnknownStrategyError,
+    strategy_spec,
+)
 
 if TYPE_CHECKING:
     from trainer.config import Config, LoraConfig
@@ -192,10 +201,12 @@ def plan_memory(
         ConfigError: an offload setting without deepspeed (ZeRO-3 for parameters), LoRA
             targets no Linear layer, or an unknown strategy.
     """
-    if strategy not in ("torch", "fsdp2", "deepspeed", "megatron"):
-        raise ConfigError(f"train.strategy: no memory plan for {strategy!r}")
-    if (offload_optimizer or offload_params) and strategy != "deepspeed":
-        raise ConfigError("train.offload_optimizer and train.offload_params need deepspeed")
+    layout = _memory_layout(strategy)
+    if (offload_optimizer or offload_params) and not layout.offloads:
+        offloading = [name for name, spec in STRATEGIES.items() if spec.memory.offloads]
+        raise ConfigError(
+            f"train.offload_optimizer and train.offload_params need {' or '.join(offloading)}"
+        )
     if offload_params and zero_stage != 3:
         raise ConfigError("train.offload_params needs train.zero_stage=3")
     total, trainable, largest_layer = _counts(model_config, lora)
@@ -206,9 +217,14 @@ def plan_memory(
     b, a = dtype.itemsize, 2 if mixed_precision else dtype.itemsize
     weights = total * b + (total * 2 if mixed_precision else 0)  # + the bfloat16 compute copy
     grads, optim = trainable * b, 2 * trainable * b  # AdamW: exp_avg + exp_avg_sq
-    split = {"torch": 1, "megatron": tensor_parallel * pipeline_parallel}.get(strategy, workers)
-    zero = zero_stage if strategy == "deepspeed" else 3  # fsdp2 shards like ZeRO-3
-    sharded_params = zero == 3 and strategy in ("fsdp2", "deepspeed")
+    split = {
+        "nothing": 1,
+        "workers": workers,
+        "model_parallel": tensor_parallel * pipeline_parallel,
+    }[layout.splits_state_over]
+    # without a ZeRO stage to choose, whatever is split is split like ZeRO-3: all of it
+    zero = zero_stage if layout.zero_stage_setting else 3
+    sharded_params = zero == 3 and layout.gathers_one_layer
     gather = largest_layer * a if sharded_params else 0  # one layer all-gathered at a time
     parameters = math.ceil(weights / (split if zero == 3 else 1))
     gradients = math.ceil(grads / (split if zero >= 2 else 1))
@@ -220,15 +236,12 @@ def plan_memory(
     i = getattr(model_config, "intermediate_size", None) or 4 * h
     per_layer = 10 * h + 4 * i  # values autograd saves per token for a Llama layer (measured)
     kept = n_layers * h + per_layer if activation_checkpointing else n_layers * per_layer
-    tp = tensor_parallel if strategy == "megatron" else 1
+    tp = tensor_parallel if layout.splits_state_over == "model_parallel" else 1
     logits = 2 * model_config.vocab_size * 4  # float32 logits and their gradient, every token
     activations = micro_batch_tokens * ((kept + 4 * h) * a + logits) // tp
     checkpointing_saves = micro_batch_tokens * ((n_layers - 1) * per_layer - n_layers * h) * a
 
-    more = {
-        "torch": "use train.strategy=fsdp2 with train.workers > 1",
-        "megatron": "raise train.tensor_parallel or train.pipeline_parallel",
-    }.get(strategy, f"add train.workers (now {workers})")
+    more = layout.scale_advice.format(workers=workers)
     lora_hint = " or set model.lora (train adapters only)" if lora is None else ""
     knobs = [f"lower optim.micro_batch_tokens (now {micro_batch_tokens})"]
     if not activation_checkpointing:  # first if it saves more than halving the micro-batch
@@ -241,7 +254,7 @@ def plan_memory(
         "activations": " or ".join(knobs),
         "reference": "set model.lora (its base model is the reference) or algorithm.kl_coef=0",
     }
-    if strategy == "deepspeed":
+    if layout.offloads:
         advice["optimizer"] = "set train.offload_optimizer=true or " + advice["optimizer"]
         if zero == 3:
             advice["parameters"] = "set train.offload_params=true or " + more
@@ -258,6 +271,13 @@ def plan_memory(
     )
 
 
+def _memory_layout(strategy: str) -> MemoryLayout:
+    try:
+        return strategy_spec(strategy).memory
+    except UnknownStrategyError:
+        raise ConfigError(f"train.strategy: no memory plan for {strategy!r}") from None
+
+
 def plan_for_config(config: Config, model_config: Any) -> MemoryPlan:
     """:func:`plan_memory` with the settings of a training config (float32 training)."""
     train = config.train
@@ -270,11 +290,11 @@ def plan_for_config(config: Config, model_config: Any) -> MemoryPlan:
         zero_stage=train.zero_stage,
         offload_optimizer=train.offload_optimizer,
         offload_params=train.offload_params,
-        mixed_precision=train.mixed_precision and train.strategy == "fsdp2",
+        mixed_precision=train.mixed_precision and STRATEGIES[train.strategy].mixed_precision,
         activation_checkpointing=train.activation_checkpointing,
         tensor_parallel=train.tensor_parallel,
         pipeline_parallel=train.pipeline_parallel,
-        value_head=config.algorithm.name == "ppo",
+        value_head=ALGORITHMS[config.algorithm.name].needs_critic,
         reference=config.algorithm.kl_coef > 0,
     )
 

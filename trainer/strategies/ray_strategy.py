@@ -10,16 +10,22 @@ workers that get the same part (the first one's results are used). Metrics come 
 weighted by each part's share of the batch, so their sum over the groups is the batch's
 value; the gradient norm is the same on every worker (it is computed over the gathered
 gradient).
+
+The builders at the end of this module are the registry's (``trainer.strategies.registry``)
+for the strategies with train workers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from trainer.batch import TokenBatch
+from trainer.strategies.from_config import resolve_device, worker_gpus
+from trainer.strategies.registry import StrategyRequest
 from trainer.strategies.token_balance import split_for_workers
 from trainer.strategies.worker_group import TrainWorkerGroup, WorkerSpec
 
@@ -182,3 +188,69 @@ class RayStrategy:
             self.group.shutdown()
         if self.stop_ray_on_close and ray.is_initialized():
             ray.shutdown()
+
+
+def build_worker_group(
+    request: StrategyRequest, *, workers_per_part: int = 1, **own_options: Any
+) -> RayStrategy:
+    """A :class:`RayStrategy` of ``train.workers`` workers, each building the registered
+    ``worker_policy`` of ``train.strategy`` with the request's options and ``own_options``.
+
+    Args:
+        request: what :func:`~trainer.strategies.from_config.build_strategy` asks for.
+        workers_per_part: consecutive workers that share each part of a batch (tensor
+            parallelism's group).
+        own_options: the worker policy's own keyword arguments.
+
+    Returns:
+        The strategy, its workers started.
+    """
+    config, train = request.config, request.config.train
+    cuda = resolve_device(train.device).type == "cuda"
+    spec = WorkerSpec(
+        strategy=train.strategy,
+        model_name=request.model_name,
+        seed=train.seed,
+        device="cuda" if cuda else "cpu",
+        options={**request.options, **own_options},
+        return_freed_memory=train.return_freed_memory,
+        allocator=train.allocator,
+    )
+    return RayStrategy(
+        spec,
+        workers=train.workers,
+        cpus=train.worker_cpus,
+        gpus=worker_gpus(config, cuda),
+        resources=dict(train.worker_resources),
+        per_sequence=config.algorithm.aggregation != "token-mean",
+        tensor_parallel=workers_per_part,
+        bucket_mb=config.rollout.weight_bucket_mb,
+        stop_ray_on_close=request.started_ray,
+    )
+
+
+def build_fsdp2_group(request: StrategyRequest) -> RayStrategy:
+    """Train workers sharding the update with FSDP2 (``train.mixed_precision`` honoured)."""
+    return build_worker_group(request, mixed_precision=request.config.train.mixed_precision)
+
+
+def build_deepspeed_group(request: StrategyRequest) -> RayStrategy:
+    """Train workers sharding the update with DeepSpeed ZeRO (``train.zero_stage``, offload)."""
+    train = request.config.train
+    return build_worker_group(
+        request,
+        zero_stage=train.zero_stage,
+        offload_optimizer=train.offload_optimizer,
+        offload_params=train.offload_params,
+    )
+
+
+def build_megatron_group(request: StrategyRequest) -> RayStrategy:
+    """Train workers in groups of ``train.tensor_parallel`` (Megatron-core, CUDA GPUs)."""
+    train = request.config.train
+    return build_worker_group(
+        request,
+        workers_per_part=train.tensor_parallel,
+        seed=train.seed,
+        tensor_parallel=train.tensor_parallel,
+    )

@@ -50,7 +50,12 @@ def process_group_backend(device: str) -> str:
     return "cpu:gloo,cuda:nccl" if device == "cuda" else "gloo"
 
 
-class _ShardedStrategy(TorchStrategy):
+class ShardedStrategy(TorchStrategy):
+    """A :class:`TorchStrategy` whose policy is split over the workers of one process group:
+    the base of each train worker's policy (FSDP2, DeepSpeed ZeRO, Megatron-core). Its
+    collectives need every worker to run the same number of micro-batches
+    (:meth:`agreed_count`), and only worker 0 writes checkpoint files."""
+
     collective = True
 
     def __init__(self, model: nn.Module, **options):
@@ -134,7 +139,7 @@ class _ShardedStrategy(TorchStrategy):
         return int(value.item())
 
 
-class FSDP2Strategy(_ShardedStrategy):
+class FSDP2Strategy(ShardedStrategy):
     """``torch.distributed.fsdp.fully_shard`` over every decoder layer and the whole policy:
     parameters, gradients and optimizer state are split evenly across the workers.
 
@@ -236,7 +241,7 @@ def _shard_like(value: torch.Tensor, parameter: torch.Tensor) -> torch.Tensor:
     ).to_local()
 
 
-class DeepSpeedStrategy(_ShardedStrategy):
+class DeepSpeedStrategy(ShardedStrategy):
     """DeepSpeed ZeRO stage 1 (optimizer state sharded), 2 (and gradients) or 3 (and
     parameters), around this project's own AdamW (no fused-Adam build on CPU).
 

@@ -24,6 +24,7 @@ from trainer.config import LoraConfig
 from trainer.strategies.frozen_layers import freeze_all_but_last_layers
 from trainer.strategies.logprobs import Layout, score_layout, sequence_logprobs
 from trainer.strategies.packing import checkpoint_layers, supports_packing
+from trainer.strategies.registry import StrategyRequest
 
 
 @dataclass(frozen=True)
@@ -513,6 +514,17 @@ class TorchStrategy:
             raise ValueError(f"optim.moments_from: {error}") from None
         for group, own in zip(self.optimizer.param_groups, settings, strict=True):
             group.update(own)
+
+    def close(self) -> None:
+        """Nothing to release: the policy lives in this process as long as its owner."""
+
+
+def build_torch_strategy(request: StrategyRequest) -> TorchStrategy:
+    """The registry's builder of ``train.strategy=torch``: a :class:`TorchStrategy` around the
+    policy loaded in this process."""
+    if request.model is None:
+        raise ValueError("train.strategy=torch trains the policy of this process: load one")
+    return TorchStrategy(request.model, **request.options)
 
 
 def _filler(batch: TokenBatch, pad_id: int) -> TokenBatch:

@@ -25,8 +25,8 @@ import ray
 import torch
 
 from trainer.strategies.allocator import allocator_env_vars, check_loaded, loaded_allocator
-from trainer.strategies.megatron_strategy import MegatronStrategy
-from trainer.strategies.sharded import DeepSpeedStrategy, FSDP2Strategy, process_group_backend
+from trainer.strategies.registry import strategy_spec
+from trainer.strategies.sharded import process_group_backend
 from trainer.strategies.train_worker_error import TrainWorkerError
 
 #: Minutes a collective may wait for a worker before failing (a lost worker otherwise
@@ -36,7 +36,8 @@ COLLECTIVE_TIMEOUT_MINUTES = 10
 
 @dataclass(frozen=True)
 class WorkerSpec:
-    """What every train worker builds: the policy and its sharded strategy.
+    """What every train worker builds: the policy and its sharded strategy (the registered
+    ``worker_policy`` of ``strategy``, a name in :data:`trainer.strategies.STRATEGIES`).
 
     ``options`` are :class:`~trainer.strategies.torch_strategy.TorchStrategy` keyword
     arguments plus the strategy's own (``zero_stage``, ``mixed_precision``, ...);
@@ -103,15 +104,11 @@ class TrainWorker:
         model, _ = load_model(spec.model_name, seed=spec.seed)
         if cuda:
             model.to("cuda")
-        kinds = {
-            "fsdp2": FSDP2Strategy,
-            "deepspeed": DeepSpeedStrategy,
-            "megatron": MegatronStrategy,
-        }
+        policy_class = strategy_spec(spec.strategy).worker_policy_class()
         # the same random state on every worker and in a one-process run of the same seed:
         # LoRA's adapters are drawn from it
         torch.manual_seed(spec.seed)
-        self.policy = kinds[spec.strategy](model, **spec.options)
+        self.policy = policy_class(model, **spec.options)
 
     def run(self, method: str, *args: Any, **kwargs: Any) -> Any:
         return getattr(self.policy, method)(*args, **kwargs)

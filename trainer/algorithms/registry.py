@@ -1,0 +1,236 @@
+"""The registry of advantage estimators: ``algorithm.name`` -> what it computes and what it needs.
+
+Everything that depends on the estimator reads its :class:`AlgorithmSpec` here: the config's
+allowed names and rules, the ``--algo`` choices of ``roll-agent train``, credit assignment
+(:func:`trainer.credit.assign_credit`), the memory plan and the strategy (a critic's value
+head), and the pipeline (the critic's values). This module imports neither torch nor Ray, so
+the CLI can list the names before anything heavy loads; a built-in's function is named by a
+``"module:function"`` reference and imported on first use.
+
+Adding an algorithm
+-------------------
+
+Write one module with its credit function and register it; nothing else changes. The credit
+function gets the step's trajectories, one return per trajectory, the ``algorithm`` config
+section and (for an estimator that ``needs_critic``) the critic's per-token values of each
+sample, and returns a :class:`trainer.credit.Credit`: one advantage per token of every sample,
+in trajectory order (and, with a critic, the returns it regresses to)::
+
+    import torch
+
+    from trainer.algorithms import AlgorithmSpec, register_algorithm
+    from trainer.algorithms.credit_layouts import per_episode_credit
+    from trainer.credit import Credit
+
+
+    def best_of_group_credit(trajectories, episode_rewards, settings, values=None):
+        groups = torch.tensor([t.group_id for t in trajectories])
+        best = torch.stack([episode_rewards[groups == g].max() for g in groups])
+        return Credit(per_episode_credit(trajectories, (episode_rewards == best).float()))
+
+
+    register_algorithm(
+        AlgorithmSpec(
+            name="best-of-group",
+            credit=best_of_group_credit,
+            granularity="episode",
+            description="1 on every token of each group's best episodes, 0 elsewhere",
+        )
+    )
+
+Import that module before the config is built (``algorithm.name=best-of-group`` is then
+allowed). ``tests/trainer/test_algorithm_registry.py`` trains a step with such an estimator.
+
+Example:
+    >>> from trainer.algorithms import ALGORITHMS, algorithm_spec
+    >>> list(ALGORITHMS)
+    ['starpo', 'grpo', 'gigpo', 'ppo', 'rloo', 'reinforce++', 'raft']
+    >>> spec = algorithm_spec("ppo")
+    >>> spec.granularity, spec.needs_critic, spec.needs_full_context, spec.needs_every_episode
+    ('token', True, True, True)
+    >>> algorithm_spec("gipgo")
+    Traceback (most recent call last):
+    ...
+    trainer.algorithms.registry.UnknownAlgorithmError: Input should be 'starpo', 'grpo', 'gigpo', \
+'ppo', 'rloo', 'reinforce++' or 'raft' (got 'gipgo'; did you mean 'gigpo' or 'grpo'?)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from trainer.lazy_reference import load_reference
+from trainer.name_choices import unknown_name_message
+
+if TYPE_CHECKING:
+    import torch
+
+    from trainer.config import AlgorithmConfig
+    from trainer.credit import Credit
+    from trainer.rollout.trajectory import Trajectory
+
+Granularity = Literal["episode", "turn", "token"]
+
+
+class CreditFunction(Protocol):
+    """Lays an estimator's advantages onto the sampled tokens of a step's trajectories."""
+
+    def __call__(
+        self,
+        trajectories: list[Trajectory],
+        episode_rewards: torch.Tensor,
+        settings: AlgorithmConfig,
+        values: list[torch.Tensor] | None = None,
+    ) -> Credit: ...
+
+
+class UnknownAlgorithmError(ValueError):
+    """No algorithm of that name is registered; the message lists those that are."""
+
+
+@dataclass(frozen=True)
+class AlgorithmSpec:
+    """One advantage estimator and what the rest of the trainer must do for it.
+
+    Attributes:
+        name: the value of ``algorithm.name`` (and ``--algo``).
+        credit: the function that lays advantages onto samples, or a ``"module:function"``
+            reference to it, imported on first use.
+        granularity: what one advantage covers: a whole ``episode``, one ``turn`` (a reply),
+            or each ``token``.
+        description: one line, for listings and help.
+        needs_critic: the credit function needs the critic's values (the policy gets a value
+            head, and the pipeline computes values with the old log-probs).
+        needs_full_context: it scores whole episodes, so it needs ``env.context=full``.
+        needs_every_episode: its loss uses every episode, even those of a group with equal
+            returns (``algorithm.skip_zero_advantage`` is refused).
+    """
+
+    name: str
+    credit: CreditFunction | str
+    granularity: Granularity
+    description: str
+    needs_critic: bool = False
+    needs_full_context: bool = False
+    needs_every_episode: bool = False
+
+    def credit_function(self) -> CreditFunction:
+        """The credit function, imported now if it was registered by reference."""
+        if isinstance(self.credit, str):
+            return load_reference(self.credit)
+        return self.credit
+
+
+_LAYOUTS = "trainer.algorithms.credit_layouts"
+_registry: dict[str, AlgorithmSpec] = {}
+
+#: Every registered estimator by name, in registration order (a read-only view).
+ALGORITHMS: Mapping[str, AlgorithmSpec] = MappingProxyType(_registry)
+
+
+def register_algorithm(spec: AlgorithmSpec, *, replace: bool = False) -> AlgorithmSpec:
+    """Adds an estimator, so ``algorithm.name`` (and ``--algo``) accept its name.
+
+    Args:
+        spec: the estimator and its needs.
+        replace: put ``spec`` in place of a registered estimator of the same name.
+
+    Returns:
+        ``spec``.
+
+    Raises:
+        ValueError: the name is empty, or taken and ``replace`` is false.
+    """
+    if not spec.name or spec.name != spec.name.strip():
+        raise ValueError(f"an algorithm needs a name without surrounding spaces, got {spec.name!r}")
+    if spec.name in _registry and not replace:
+        raise ValueError(
+            f"algorithm {spec.name!r} is already registered; pass replace=True to replace it"
+        )
+    _registry[spec.name] = spec
+    return spec
+
+
+def unregister_algorithm(name: str) -> AlgorithmSpec:
+    """Removes a registered estimator (a test's own, when it is done).
+
+    Args:
+        name: the estimator's name.
+
+    Returns:
+        The spec that was registered.
+    """
+    return _registry.pop(algorithm_spec(name).name)
+
+
+def algorithm_spec(name: str) -> AlgorithmSpec:
+    """The registered estimator called ``name``.
+
+    Args:
+        name: a value of ``algorithm.name``.
+
+    Returns:
+        Its spec.
+
+    Raises:
+        UnknownAlgorithmError: no estimator has that name; the message lists those that do
+            and the closest.
+    """
+    spec = _registry.get(name)
+    if spec is None:
+        raise UnknownAlgorithmError(unknown_name_message(name, list(_registry)))
+    return spec
+
+
+for _spec in (
+    AlgorithmSpec(
+        "starpo",
+        f"{_LAYOUTS}:grpo_credit",
+        "episode",
+        "StarPO: each episode's return normalised within its group, on all its tokens",
+    ),
+    AlgorithmSpec(
+        "grpo",
+        f"{_LAYOUTS}:grpo_credit",
+        "episode",
+        "GRPO: each episode's return normalised within its group, on all its tokens",
+    ),
+    AlgorithmSpec(
+        "gigpo",
+        f"{_LAYOUTS}:gigpo_credit",
+        "turn",
+        "GiGPO: an episode-level advantage plus one per anchor state, on each turn's tokens",
+    ),
+    AlgorithmSpec(
+        "ppo",
+        f"{_LAYOUTS}:gae_credit",
+        "token",
+        "PPO: GAE over each turn's reward against a critic's values",
+        needs_critic=True,
+        needs_full_context=True,
+        needs_every_episode=True,
+    ),
+    AlgorithmSpec(
+        "rloo",
+        f"{_LAYOUTS}:rloo_credit",
+        "episode",
+        "RLOO: each episode's return less the mean of the rest of its group",
+    ),
+    AlgorithmSpec(
+        "reinforce++",
+        f"{_LAYOUTS}:reinforce_pp_credit",
+        "token",
+        "REINFORCE++: return-to-go of each turn's reward, normalised over the batch",
+    ),
+    AlgorithmSpec(
+        "raft",
+        f"{_LAYOUTS}:raft_credit",
+        "episode",
+        "RAFT: the positive part of the group-normalised return (no episode pushed down)",
+    ),
+):
+    register_algorithm(_spec)
+del _spec

@@ -1,0 +1,31 @@
+"""One message for a name that is not among the registered ones (algorithms, strategies).
+
+Standard library only: the CLI and the config read the registries before torch is imported.
+
+Example:
+    >>> unknown_name_message("grpp", ["starpo", "grpo", "ppo"])
+    "Input should be 'starpo', 'grpo' or 'ppo' (got 'grpp'; did you mean 'grpo'?)"
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+
+
+def unknown_name_message(given: str, names: Sequence[str]) -> str:
+    """What is allowed, in pydantic's words, and the registered names closest to ``given``.
+
+    Args:
+        given: the name that is not registered.
+        names: the registered names, in registration order.
+
+    Returns:
+        One line: ``Input should be 'a', 'b' or 'c' (got 'x')``, with ``did you mean`` and the
+        closest names inside the parentheses when some are close.
+    """
+    quoted = [repr(name) for name in names]
+    allowed = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+    close = difflib.get_close_matches(str(given), list(names), n=3, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(repr(name) for name in close)}?" if close else ""
+    return f"Input should be {allowed} (got {given!r}{hint})"

@@ -1,0 +1,36 @@
+"""Training strategies: the :class:`Strategy` protocol and the registry of strategies.
+
+``train.strategy`` names an entry of :data:`STRATEGIES`; adding a strategy is one module that
+registers it (see :mod:`trainer.strategies.registry`). Importing this package imports neither
+torch nor Ray: the modules that train (``torch_strategy``, ``sharded``, ``ray_strategy``, ...)
+load when a strategy is built.
+"""
+
+from __future__ import annotations
+
+from trainer.strategies.base import Strategy, missing_methods
+from trainer.strategies.registry import (
+    STRATEGIES,
+    MemoryLayout,
+    Requirement,
+    StrategyRequest,
+    StrategySpec,
+    UnknownStrategyError,
+    register_strategy,
+    strategy_spec,
+    unregister_strategy,
+)
+
+__all__ = [
+    "STRATEGIES",
+    "MemoryLayout",
+    "Requirement",
+    "Strategy",
+    "StrategyRequest",
+    "StrategySpec",
+    "UnknownStrategyError",
+    "missing_methods",
+    "register_strategy",
+    "strategy_spec",
+    "unregister_strategy",
+]
