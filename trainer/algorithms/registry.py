@@ -40,6 +40,7 @@ in trajectory order (and, with a critic, the returns it regresses to)::
 
 Import that module before the config is built (``algorithm.name=best-of-group`` is then
 allowed). ``tests/trainer/test_algorithm_registry.py`` trains a step with such an estimator.
+``docs/extending_the_trainer.md`` says what the trainer does with each field.
 
 Example:
     >>> from trainer.algorithms import ALGORITHMS, algorithm_spec

@@ -43,6 +43,7 @@ policy for it unless a generator in this process needs one), names the policy ea
 builds in ``worker_policy`` (a class taking the policy and the same keyword arguments, like
 :class:`~trainer.strategies.sharded.FSDP2Strategy`), and says in ``memory`` how it splits the
 training state. ``tests/trainer/test_strategy_registry.py`` trains a step with such a builder.
+``docs/extending_the_trainer.md`` says what the trainer does with each field.
 
 Example:
     >>> from trainer.strategies import STRATEGIES, strategy_spec
