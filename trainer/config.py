@@ -32,8 +32,18 @@ from pydantic import (
     model_validator,
 )
 
-from trainer.algorithms.registry import ALGORITHMS, UnknownAlgorithmError, algorithm_spec
-from trainer.strategies.registry import STRATEGIES, UnknownStrategyError, strategy_spec
+from trainer.algorithms.registry import (
+    ALGORITHMS,
+    DEFAULT_ALGORITHM,
+    UnknownAlgorithmError,
+    algorithm_spec,
+)
+from trainer.strategies.registry import (
+    DEFAULT_STRATEGY,
+    STRATEGIES,
+    UnknownStrategyError,
+    strategy_spec,
+)
 
 
 class ConfigError(ValueError):
@@ -219,7 +229,7 @@ class SamplingConfig(_Section):
 class AlgorithmConfig(_Section):
     # a name in trainer.algorithms.ALGORITHMS (checked when the config is validated, so an
     # estimator registered after this module was imported is allowed)
-    name: str = "starpo"
+    name: str = DEFAULT_ALGORITHM
     gamma: float = Field(0.95, ge=0.0, le=1.0)
     gae_lambda: float = Field(0.95, ge=0.0, le=1.0)
     step_weight: float = 1.0
@@ -348,7 +358,7 @@ class TrainConfig(_Section):
     device: Literal["auto", "cpu", "cuda"] = "auto"
     # a name in trainer.strategies.STRATEGIES: this process, or a Ray group of `workers` train
     # workers (checked when the config is validated, as algorithm.name is)
-    strategy: str = "torch"
+    strategy: str = DEFAULT_STRATEGY
     workers: int = Field(1, gt=0)
     # Ray resources of each train worker (GPUs: 1 each where the cluster has them, if None)
     worker_cpus: float = Field(1.0, ge=0.0)

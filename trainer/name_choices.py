@@ -3,8 +3,8 @@
 Standard library only: the CLI and the config read the registries before torch is imported.
 
 Example:
-    >>> unknown_name_message("grpp", ["starpo", "grpo", "ppo"])
-    "Input should be 'starpo', 'grpo' or 'ppo' (got 'grpp'; did you mean 'grpo'?)"
+    >>> unknown_name_message("gren", ["red", "green", "blue"])
+    "Input should be 'red', 'green' or 'blue' (got 'gren'; did you mean 'green'?)"
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from trainer.algorithms.registry import (
     ALGORITHMS,
+    DEFAULT_ALGORITHM,
     AlgorithmSpec,
     UnknownAlgorithmError,
     algorithm_spec,
@@ -84,6 +85,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "AGGREGATIONS",
     "ALGORITHMS",
+    "DEFAULT_ALGORITHM",
     "KL_ESTIMATORS",
     "AlgorithmSpec",
     "UnknownAlgorithmError",

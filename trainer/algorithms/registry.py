@@ -126,6 +126,9 @@ class AlgorithmSpec:
 
 
 _LAYOUTS = "trainer.algorithms.credit_layouts"
+
+#: ``algorithm.name`` when a config gives none.
+DEFAULT_ALGORITHM = "starpo"
 _registry: dict[str, AlgorithmSpec] = {}
 
 #: Every registered estimator by name, in registration order (a read-only view).

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from trainer.strategies.base import Strategy, missing_methods
 from trainer.strategies.registry import (
+    DEFAULT_STRATEGY,
     STRATEGIES,
     MemoryLayout,
     Requirement,
@@ -22,6 +23,7 @@ from trainer.strategies.registry import (
 )
 
 __all__ = [
+    "DEFAULT_STRATEGY",
     "STRATEGIES",
     "MemoryLayout",
     "Requirement",

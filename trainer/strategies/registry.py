@@ -194,6 +194,9 @@ class StrategySpec:
         return self.worker_policy
 
 
+#: ``train.strategy`` when a config gives none.
+DEFAULT_STRATEGY = "torch"
+
 _registry: dict[str, StrategySpec] = {}
 
 #: Every registered strategy by name, in registration order (a read-only view).
