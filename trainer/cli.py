@@ -128,7 +128,7 @@ def _add_train_command(commands: argparse._SubParsersAction) -> None:
         "--algo",
         choices=list(ALGORITHMS),
         help="algorithm.name, the advantage estimator"
-        + (f" ({' and '.join(full_context)} switch to full context)" if full_context else ""),
+        + (f"; env.context=full with {' or '.join(full_context)}" if full_context else ""),
     )
     parser.add_argument("--steps", type=positive_int, help="train.steps")
     parser.add_argument(
