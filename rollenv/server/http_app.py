@@ -73,6 +73,176 @@ class _JSONResponse(JSONResponse):
         return json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode()
 
 
+class _EnvEndpoints:
+    """The server's endpoints over one session store, and what they share: the threads that run
+    env calls and the sweep for idle sessions."""
+
+    def __init__(
+        self, store: SessionStore, default_env_id: str | None, workers: int, interval: float
+    ) -> None:
+        self.store = store
+        self.default_env_id = default_env_id
+        self.interval = interval
+        self.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rollenv-env")
+
+    async def run(self, function: Callable[..., Result], *args: Any) -> Result:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.executor, functools.partial(function, *args))
+
+    async def reap_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval)
+            with contextlib.suppress(Exception):  # one failed sweep must not end the sweeping
+                await self.run(self.store.reap_idle)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, _: FastAPI) -> AsyncIterator[None]:
+        reaper = asyncio.create_task(self.reap_forever())
+        try:
+            yield
+        finally:
+            reaper.cancel()
+            await self.run(self.store.close_all)
+            self.executor.shutdown(wait=False, cancel_futures=True)
+
+    async def server_error(self, _: Request, error: ServerError) -> _JSONResponse:
+        return _JSONResponse(error.body(), status_code=error.status)
+
+    async def unexpected_error(self, _: Request, error: Exception) -> _JSONResponse:
+        problem = ServerError(500, ErrorCode.INTERNAL_ERROR, f"{type(error).__name__}: {error}")
+        return _JSONResponse(problem.body(), status_code=500)
+
+    async def start_episode(
+        self, session_id: str | None, request: EpisodeRequest, *, replace: bool
+    ) -> dict[str, Any]:
+        transition = await self.run(
+            functools.partial(
+                self.store.start_episode,
+                session_id,
+                request.env_id,
+                request.kwargs,
+                seed=request.seed,
+                options=request.options,
+                episode_id=request.episode_id,
+                replace=replace,
+                default_env_id=self.default_env_id,
+            )
+        )
+        return transition_reply(transition)
+
+    # ------------------------------------------------------------------ OpenEnv's HTTP form
+    async def reset(self, http_request: Request) -> _JSONResponse:
+        request = parse_request(ResetRequest, await http_request.body())
+        return _JSONResponse(await self.start_episode(request.session_id, request, replace=False))
+
+    async def step(self, http_request: Request) -> _JSONResponse:
+        request = parse_request(StepRequest, await http_request.body())
+        transition = await self.run(self.store.step, request.session_id, request.reply)
+        return _JSONResponse(transition_reply(transition))
+
+    async def state(self, session_id: str | None = None) -> _JSONResponse:
+        if session_id is None:
+            raise ServerError(
+                422,
+                ErrorCode.BAD_REQUEST,
+                "bad request: session_id: required (GET /state?session_id=ID)",
+                problems=["session_id"],
+            )
+        return _JSONResponse(await self.run(self.store.state, session_id))
+
+    async def open_session(self, http_request: Request) -> dict[str, Any]:
+        request = parse_request(OpenRequest, await http_request.body())
+        session = await self.run(self.store.open, request.env_id, request.kwargs)
+        return {"session_id": session.id, "env_id": session.env_id, "kwargs": session.kwargs}
+
+    async def close_session(self, session_id: str) -> dict[str, Any]:
+        await self.run(self.store.close, session_id)
+        return {"closed": session_id}
+
+    async def health(self) -> dict[str, Any]:
+        return {
+            "status": "healthy",
+            "sessions": len(self.store),
+            "max_sessions": self.store.max_sessions,
+        }
+
+    async def schema(self) -> dict[str, Any]:
+        return {
+            "action": TextAction.model_json_schema(),
+            "observation": TextObservation.model_json_schema(),
+            "state": SessionState.model_json_schema(),
+        }
+
+    async def metadata(self) -> dict[str, Any]:
+        return {
+            "name": "rollenv",
+            "description": "Every registered rollenv environment, in sessions: reset with an "
+            "env_id (GET /envs lists them), step with {'message': reply}.",
+            "version": rollenv.__version__,
+            "default_env_id": self.default_env_id,
+        }
+
+    async def envs(self) -> dict[str, Any]:
+        return {
+            "envs": [
+                {
+                    "id": spec.id,
+                    "family": spec.family,
+                    "description": spec.description,
+                    "max_episode_steps": spec.max_episode_steps,
+                }
+                for spec in sorted(rollenv.registry.values(), key=lambda s: s.id)
+            ]
+        }
+
+    # ------------------------------------------------------------------ OpenEnv's WebSocket form
+    async def play(self, websocket: WebSocket) -> None:
+        await websocket.accept()
+        session_id: str | None = None
+        try:
+            while True:
+                message = await websocket.receive()
+                if message["type"] == "websocket.disconnect":
+                    break
+                try:
+                    kind, data = _read_ws_message(message.get("text") or message.get("bytes"))
+                    if kind == "close":
+                        break
+                    if kind == "reset":
+                        request = parse_request(EpisodeRequest, data)
+                        reply = await self.start_episode(session_id, request, replace=True)
+                        session_id = reply["session_id"]
+                        answer = {"type": "observation", "data": reply}
+                    elif session_id is None:
+                        raise ServerError(
+                            409,
+                            ErrorCode.NOT_RESET,
+                            f"no episode on this connection yet: send a reset (with an env_id) "
+                            f"before a {kind}",
+                        )
+                    elif kind == "step":
+                        action = parse_request(TextAction, data)
+                        transition = await self.run(self.store.step, session_id, action.message)
+                        answer = {"type": "observation", "data": transition_reply(transition)}
+                    else:
+                        answer = {
+                            "type": "state",
+                            "data": await self.run(self.store.state, session_id),
+                        }
+                except ServerError as error:
+                    if session_id is not None and session_id not in self.store:
+                        session_id = None  # dropped (its env failed), expired, or replaced
+                    answer = {"type": "error", "data": error.body()["error"]}
+                await websocket.send_text(json.dumps(answer, ensure_ascii=False))
+        except WebSocketDisconnect:
+            pass
+        finally:
+            if session_id is not None:
+                # already gone, or the server is stopping (its threads are shut down)
+                with contextlib.suppress(ServerError, RuntimeError):
+                    await self.run(self.store.close, session_id)
+
+
 def build_app(
     store: SessionStore,
     *,
@@ -91,178 +261,63 @@ def build_app(
             store's idle timeout, at most 30 s).
     """
     interval = reap_interval or min(store.idle_timeout / 4, 30.0)
-    executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rollenv-env")
-
-    async def run(function: Callable[..., Result], *args: Any) -> Result:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(executor, functools.partial(function, *args))
-
-    async def reap_forever() -> None:
-        while True:
-            await asyncio.sleep(interval)
-            with contextlib.suppress(Exception):  # one failed sweep must not end the sweeping
-                await run(store.reap_idle)
-
-    @contextlib.asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        reaper = asyncio.create_task(reap_forever())
-        try:
-            yield
-        finally:
-            reaper.cancel()
-            await run(store.close_all)
-            executor.shutdown(wait=False, cancel_futures=True)
-
+    endpoints = _EnvEndpoints(store, default_env_id, workers, interval)
     app = FastAPI(
         title="rollenv env server",
         description="Every registered rollenv environment, in sessions, over OpenEnv's protocol.",
         version=rollenv.__version__,
-        lifespan=lifespan,
+        lifespan=endpoints.lifespan,
         default_response_class=_JSONResponse,
     )
 
-    @app.exception_handler(ServerError)
-    async def server_error(_: Request, error: ServerError) -> _JSONResponse:
-        return _JSONResponse(error.body(), status_code=error.status)
-
-    @app.exception_handler(Exception)
-    async def unexpected_error(_: Request, error: Exception) -> _JSONResponse:
-        problem = ServerError(500, ErrorCode.INTERNAL_ERROR, f"{type(error).__name__}: {error}")
-        return _JSONResponse(problem.body(), status_code=500)
-
-    async def start_episode(
-        session_id: str | None, request: EpisodeRequest, *, replace: bool
-    ) -> dict[str, Any]:
-        transition = await run(
-            functools.partial(
-                store.start_episode,
-                session_id,
-                request.env_id,
-                request.kwargs,
-                seed=request.seed,
-                options=request.options,
-                episode_id=request.episode_id,
-                replace=replace,
-                default_env_id=default_env_id,
-            )
-        )
-        return transition_reply(transition)
-
-    # ------------------------------------------------------------------ OpenEnv's HTTP form
-    @app.post("/reset", summary="Open a session and start an episode (or a new one in a session)")
-    async def reset(http_request: Request) -> _JSONResponse:
-        request = parse_request(ResetRequest, await http_request.body())
-        return _JSONResponse(await start_episode(request.session_id, request, replace=False))
-
-    @app.post("/step", summary="Play one reply in a session's episode")
-    async def step(http_request: Request) -> _JSONResponse:
-        request = parse_request(StepRequest, await http_request.body())
-        transition = await run(store.step, request.session_id, request.reply)
-        return _JSONResponse(transition_reply(transition))
-
-    @app.get("/state", summary="A session's state (OpenEnv's episode_id and step_count)")
-    async def state(session_id: str | None = None) -> _JSONResponse:
-        if session_id is None:
-            raise ServerError(
-                422,
-                ErrorCode.BAD_REQUEST,
-                "bad request: session_id: required (GET /state?session_id=ID)",
-                problems=["session_id"],
-            )
-        return _JSONResponse(await run(store.state, session_id))
-
-    @app.post("/sessions", summary="Open a session: make its env, without a reset")
-    async def open_session(http_request: Request) -> dict[str, Any]:
-        request = parse_request(OpenRequest, await http_request.body())
-        session = await run(store.open, request.env_id, request.kwargs)
-        return {"session_id": session.id, "env_id": session.env_id, "kwargs": session.kwargs}
-
-    @app.delete("/sessions/{session_id}", summary="Close a session and its env")
-    async def close_session(session_id: str) -> dict[str, Any]:
-        await run(store.close, session_id)
-        return {"closed": session_id}
-
-    @app.get("/health", summary="Whether the server is up, and its sessions")
-    async def health() -> dict[str, Any]:
-        return {"status": "healthy", "sessions": len(store), "max_sessions": store.max_sessions}
-
-    @app.get("/schema", summary="JSON schemas of the action, the observation and the state")
-    async def schema() -> dict[str, Any]:
-        return {
-            "action": TextAction.model_json_schema(),
-            "observation": TextObservation.model_json_schema(),
-            "state": SessionState.model_json_schema(),
-        }
-
-    @app.get("/metadata", summary="What this server is")
-    async def metadata() -> dict[str, Any]:
-        return {
-            "name": "rollenv",
-            "description": "Every registered rollenv environment, in sessions: reset with an "
-            "env_id (GET /envs lists them), step with {'message': reply}.",
-            "version": rollenv.__version__,
-            "default_env_id": default_env_id,
-        }
-
-    @app.get("/envs", summary="Every env id a reset may name")
-    async def envs() -> dict[str, Any]:
-        return {
-            "envs": [
-                {
-                    "id": spec.id,
-                    "family": spec.family,
-                    "description": spec.description,
-                    "max_episode_steps": spec.max_episode_steps,
-                }
-                for spec in sorted(rollenv.registry.values(), key=lambda s: s.id)
-            ]
-        }
-
-    # ------------------------------------------------------------------ OpenEnv's WebSocket form
-    @app.websocket("/ws")
-    async def play(websocket: WebSocket) -> None:
-        await websocket.accept()
-        session_id: str | None = None
-        try:
-            while True:
-                message = await websocket.receive()
-                if message["type"] == "websocket.disconnect":
-                    break
-                try:
-                    kind, data = _read_ws_message(message.get("text") or message.get("bytes"))
-                    if kind == "close":
-                        break
-                    if kind == "reset":
-                        request = parse_request(EpisodeRequest, data)
-                        reply = await start_episode(session_id, request, replace=True)
-                        session_id = reply["session_id"]
-                        answer = {"type": "observation", "data": reply}
-                    elif session_id is None:
-                        raise ServerError(
-                            409,
-                            ErrorCode.NOT_RESET,
-                            f"no episode on this connection yet: send a reset (with an env_id) "
-                            f"before a {kind}",
-                        )
-                    elif kind == "step":
-                        action = parse_request(TextAction, data)
-                        transition = await run(store.step, session_id, action.message)
-                        answer = {"type": "observation", "data": transition_reply(transition)}
-                    else:
-                        answer = {"type": "state", "data": await run(store.state, session_id)}
-                except ServerError as error:
-                    if session_id is not None and session_id not in store:
-                        session_id = None  # dropped (its env failed), expired, or replaced
-                    answer = {"type": "error", "data": error.body()["error"]}
-                await websocket.send_text(json.dumps(answer, ensure_ascii=False))
-        except WebSocketDisconnect:
-            pass
-        finally:
-            if session_id is not None:
-                # already gone, or the server is stopping (its threads are shut down)
-                with contextlib.suppress(ServerError, RuntimeError):
-                    await run(store.close, session_id)
-
+    app.add_exception_handler(ServerError, endpoints.server_error)
+    app.add_exception_handler(Exception, endpoints.unexpected_error)
+    app.add_api_route(
+        "/reset",
+        endpoints.reset,
+        methods=["POST"],
+        summary="Open a session and start an episode (or a new one in a session)",
+    )
+    app.add_api_route(
+        "/step", endpoints.step, methods=["POST"], summary="Play one reply in a session's episode"
+    )
+    app.add_api_route(
+        "/state",
+        endpoints.state,
+        methods=["GET"],
+        summary="A session's state (OpenEnv's episode_id and step_count)",
+    )
+    app.add_api_route(
+        "/sessions",
+        endpoints.open_session,
+        methods=["POST"],
+        summary="Open a session: make its env, without a reset",
+    )
+    app.add_api_route(
+        "/sessions/{session_id}",
+        endpoints.close_session,
+        methods=["DELETE"],
+        summary="Close a session and its env",
+    )
+    app.add_api_route(
+        "/health",
+        endpoints.health,
+        methods=["GET"],
+        summary="Whether the server is up, and its sessions",
+    )
+    app.add_api_route(
+        "/schema",
+        endpoints.schema,
+        methods=["GET"],
+        summary="JSON schemas of the action, the observation and the state",
+    )
+    app.add_api_route(
+        "/metadata", endpoints.metadata, methods=["GET"], summary="What this server is"
+    )
+    app.add_api_route(
+        "/envs", endpoints.envs, methods=["GET"], summary="Every env id a reset may name"
+    )
+    app.add_api_websocket_route("/ws", endpoints.play)
     return app
 
 
