@@ -52,7 +52,7 @@ from trainer.env_commands import add_env_commands
 from trainer.eval_commands import add_eval_command, add_leaderboard_command
 from trainer.extras import INSTALL_COMMANDS, MissingExtraError, require_extra
 from trainer.serve_env_command import add_serve_env_command
-from trainer.strategies.registry import STRATEGIES
+from trainer.strategy_registry import STRATEGIES
 
 INTERRUPTED = 130
 

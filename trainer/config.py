@@ -38,7 +38,7 @@ from trainer.algorithms.registry import (
     UnknownAlgorithmError,
     algorithm_spec,
 )
-from trainer.strategies.registry import (
+from trainer.strategy_registry import (
     DEFAULT_STRATEGY,
     STRATEGIES,
     UnknownStrategyError,

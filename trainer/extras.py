@@ -10,7 +10,7 @@ from types import ModuleType
 
 #: How to install each optional extra. torch is pinned first: an unpinned torch from PyPI drags
 #: in several GB of CUDA packages. The training strategies' extras are named with their
-#: strategies, in ``trainer.strategies.registry`` (``Requirement``).
+#: strategies, in ``trainer.strategy_registry`` (``Requirement``).
 INSTALL_COMMANDS = {
     "train": "pip install torch==2.13.0 && pip install 'rollenv[train]'",
     "serve": "pip install torch==2.13.0 && pip install 'rollenv[train,serve]'",

@@ -1,5 +1,9 @@
 """The registry of training strategies: ``train.strategy`` -> how to build it and what it needs.
 
+It is :data:`trainer.strategies.STRATEGIES` (that package re-exports everything here), kept in a
+module of its own beside the package: the config checks ``train.strategy`` against it, and the
+strategies' modules read the config, so the registry imports neither.
+
 Everything that depends on the strategy reads its :class:`StrategySpec` here: the config's
 allowed names and rules, the ``--strategy`` choices, the checks before a run
 (:func:`~trainer.strategies.from_config.check_strategy`: what must be installed, its own
@@ -13,10 +17,11 @@ Adding a strategy
 -----------------
 
 Write one module with a builder and register it; nothing else changes. The builder gets a
-:class:`StrategyRequest` (the config, the policy loaded in this process, the keyword arguments
-of :class:`~trainer.strategies.torch_strategy.TorchStrategy` that the config asks for) and
-returns an object with every method of the :class:`~trainer.strategies.base.Strategy` protocol
-(``build_strategy`` refuses one that lacks any)::
+:class:`~trainer.strategies.base.StrategyRequest` (the config, the policy loaded in this
+process, the keyword arguments of :class:`~trainer.strategies.torch_strategy.TorchStrategy`
+that the config asks for) and returns an object with every method of the
+:class:`~trainer.strategies.base.Strategy` protocol (``build_strategy`` refuses one that lacks
+any)::
 
     from trainer.strategies import StrategySpec, register_strategy
     from trainer.strategies.torch_strategy import TorchStrategy
@@ -54,58 +59,19 @@ Example:
     >>> strategy_spec("fsdp3")
     Traceback (most recent call last):
     ...
-    trainer.strategies.registry.UnknownStrategyError: Input should be 'torch', 'fsdp2', \
+    trainer.strategy_registry.UnknownStrategyError: Input should be 'torch', 'fsdp2', \
 'deepspeed' or 'megatron' (got 'fsdp3'; did you mean 'fsdp2'?)
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal
 
 from trainer.lazy_reference import load_reference
 from trainer.name_choices import unknown_name_message
-
-if TYPE_CHECKING:
-    from torch import nn
-
-    from trainer.config import Config
-    from trainer.strategies.base import Strategy
-
-
-@dataclass(frozen=True)
-class StrategyRequest:
-    """What a strategy's builder gets.
-
-    Attributes:
-        config: the run's config.
-        model: the policy loaded in this process (``None`` where none was: a strategy whose
-            train workers load their own, with the generator elsewhere).
-        options: :class:`~trainer.strategies.torch_strategy.TorchStrategy` keyword arguments
-            (``pad_id``, ``loss``, ``lr``, ``lora``, ``value_head``, ...).
-        model_name: the model train workers load (``model.name``, or the warm start's).
-        started_ray: Ray was started to check this strategy; it should stop Ray on ``close``.
-    """
-
-    config: Config
-    model: nn.Module | None
-    options: dict[str, Any]
-    model_name: str
-    started_ray: bool = False
-
-
-class StrategyBuilder(Protocol):
-    """Builds a strategy for a request."""
-
-    def __call__(self, request: StrategyRequest) -> Strategy: ...
-
-
-class ConfigCheck(Protocol):
-    """Refuses, with a ``ConfigError`` naming what to change, a config the strategy cannot run."""
-
-    def __call__(self, config: Config) -> None: ...
 
 
 class UnknownStrategyError(ValueError):
@@ -149,12 +115,14 @@ class StrategySpec:
 
     Attributes:
         name: the value of ``train.strategy`` (and ``--strategy``).
-        build: the builder, or a ``"module:function"`` reference to it.
+        build: the builder (a :class:`~trainer.strategies.base.StrategyBuilder`), or a
+            ``"module:function"`` reference to it.
         description: one line, for listings and help.
         in_process: it trains the policy loaded in this process (``train.workers`` must be 1);
             otherwise its train workers load their own.
         requires: the optional package it needs, checked before a run.
-        check: its own refusals of a config (or a reference to them), run after ``requires``.
+        check: its own refusals of a config, a function of the config raising ``ConfigError``
+            (or a reference to it), run after ``requires``.
         worker_policy: the class each train worker builds (or a reference to it), for a
             strategy that runs a group of train workers.
         memory: how it splits the training state.
@@ -163,21 +131,21 @@ class StrategySpec:
     """
 
     name: str
-    build: StrategyBuilder | str
+    build: Callable[[Any], Any] | str
     description: str
     in_process: bool = True
     requires: Requirement | None = None
-    check: ConfigCheck | str | None = None
+    check: Callable[[Any], None] | str | None = None
     worker_policy: type | str | None = None
     memory: MemoryLayout = MemoryLayout()
     mixed_precision: bool = False
     trains_selected_layers: bool = False
 
-    def builder(self) -> StrategyBuilder:
+    def builder(self) -> Callable[[Any], Any]:
         """The builder, imported now if it was registered by reference."""
         return load_reference(self.build) if isinstance(self.build, str) else self.build
 
-    def check_function(self) -> ConfigCheck | None:
+    def check_function(self) -> Callable[[Any], None] | None:
         """Its own config check (``None``: none), imported now if registered by reference."""
         return load_reference(self.check) if isinstance(self.check, str) else self.check
 

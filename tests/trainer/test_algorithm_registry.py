@@ -18,9 +18,8 @@ from trainer.algorithms import (
     register_algorithm,
     unregister_algorithm,
 )
-from trainer.algorithms.credit_layouts import per_episode_credit
 from trainer.config import AlgorithmConfig, ConfigError, load_config
-from trainer.credit import Credit
+from trainer.credit import Credit, per_episode_credit
 from trainer.rollout.trajectory import Trajectory
 
 BUILT_IN = ["starpo", "grpo", "gigpo", "ppo", "rloo", "reinforce++", "raft"]

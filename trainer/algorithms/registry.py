@@ -5,22 +5,23 @@ allowed names and rules, the ``--algo`` choices of ``roll-agent train``, credit 
 (:func:`trainer.credit.assign_credit`), the memory plan and the strategy (a critic's value
 head), and the pipeline (the critic's values). This module imports neither torch nor Ray, so
 the CLI can list the names before anything heavy loads; a built-in's function is named by a
-``"module:function"`` reference and imported on first use.
+``"module:function"`` reference and imported on first use. Nothing else of the trainer is
+imported either: the config reads this registry, and the credit functions read the config.
 
 Adding an algorithm
 -------------------
 
 Write one module with its credit function and register it; nothing else changes. The credit
-function gets the step's trajectories, one return per trajectory, the ``algorithm`` config
-section and (for an estimator that ``needs_critic``) the critic's per-token values of each
-sample, and returns a :class:`trainer.credit.Credit`: one advantage per token of every sample,
-in trajectory order (and, with a critic, the returns it regresses to)::
+function (a :class:`trainer.credit.CreditFunction`) gets the step's trajectories, one return
+per trajectory, the ``algorithm`` config section and (for an estimator that ``needs_critic``)
+the critic's per-token values of each sample, and returns a :class:`trainer.credit.Credit`: one
+advantage per token of every sample, in trajectory order (and, with a critic, the returns it
+regresses to)::
 
     import torch
 
     from trainer.algorithms import AlgorithmSpec, register_algorithm
-    from trainer.algorithms.credit_layouts import per_episode_credit
-    from trainer.credit import Credit
+    from trainer.credit import Credit, per_episode_credit
 
 
     def best_of_group_credit(trajectories, episode_rewards, settings, values=None):
@@ -58,34 +59,15 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import Any, Literal
 
 from trainer.lazy_reference import load_reference
 from trainer.name_choices import unknown_name_message
 
-if TYPE_CHECKING:
-    import torch
-
-    from trainer.config import AlgorithmConfig
-    from trainer.credit import Credit
-    from trainer.rollout.trajectory import Trajectory
-
 Granularity = Literal["episode", "turn", "token"]
-
-
-class CreditFunction(Protocol):
-    """Lays an estimator's advantages onto the sampled tokens of a step's trajectories."""
-
-    def __call__(
-        self,
-        trajectories: list[Trajectory],
-        episode_rewards: torch.Tensor,
-        settings: AlgorithmConfig,
-        values: list[torch.Tensor] | None = None,
-    ) -> Credit: ...
 
 
 class UnknownAlgorithmError(ValueError):
@@ -98,8 +80,9 @@ class AlgorithmSpec:
 
     Attributes:
         name: the value of ``algorithm.name`` (and ``--algo``).
-        credit: the function that lays advantages onto samples, or a ``"module:function"``
-            reference to it, imported on first use.
+        credit: the function that lays advantages onto samples (a
+            :class:`trainer.credit.CreditFunction`), or a ``"module:function"`` reference to
+            it, imported on first use.
         granularity: what one advantage covers: a whole ``episode``, one ``turn`` (a reply),
             or each ``token``.
         description: one line, for listings and help.
@@ -111,21 +94,21 @@ class AlgorithmSpec:
     """
 
     name: str
-    credit: CreditFunction | str
+    credit: Callable[..., Any] | str
     granularity: Granularity
     description: str
     needs_critic: bool = False
     needs_full_context: bool = False
     needs_every_episode: bool = False
 
-    def credit_function(self) -> CreditFunction:
+    def credit_function(self) -> Callable[..., Any]:
         """The credit function, imported now if it was registered by reference."""
         if isinstance(self.credit, str):
             return load_reference(self.credit)
         return self.credit
 
 
-_LAYOUTS = "trainer.algorithms.credit_layouts"
+_CREDIT = "trainer.credit"
 
 #: ``algorithm.name`` when a config gives none.
 DEFAULT_ALGORITHM = "starpo"
@@ -192,25 +175,25 @@ def algorithm_spec(name: str) -> AlgorithmSpec:
 for _spec in (
     AlgorithmSpec(
         "starpo",
-        f"{_LAYOUTS}:grpo_credit",
+        f"{_CREDIT}:grpo_credit",
         "episode",
         "StarPO: each episode's return normalised within its group, on all its tokens",
     ),
     AlgorithmSpec(
         "grpo",
-        f"{_LAYOUTS}:grpo_credit",
+        f"{_CREDIT}:grpo_credit",
         "episode",
         "GRPO: each episode's return normalised within its group, on all its tokens",
     ),
     AlgorithmSpec(
         "gigpo",
-        f"{_LAYOUTS}:gigpo_credit",
+        f"{_CREDIT}:gigpo_credit",
         "turn",
         "GiGPO: an episode-level advantage plus one per anchor state, on each turn's tokens",
     ),
     AlgorithmSpec(
         "ppo",
-        f"{_LAYOUTS}:gae_credit",
+        f"{_CREDIT}:gae_credit",
         "token",
         "PPO: GAE over each turn's reward against a critic's values",
         needs_critic=True,
@@ -219,19 +202,19 @@ for _spec in (
     ),
     AlgorithmSpec(
         "rloo",
-        f"{_LAYOUTS}:rloo_credit",
+        f"{_CREDIT}:rloo_credit",
         "episode",
         "RLOO: each episode's return less the mean of the rest of its group",
     ),
     AlgorithmSpec(
         "reinforce++",
-        f"{_LAYOUTS}:reinforce_pp_credit",
+        f"{_CREDIT}:reinforce_pp_credit",
         "token",
         "REINFORCE++: return-to-go of each turn's reward, normalised over the batch",
     ),
     AlgorithmSpec(
         "raft",
-        f"{_LAYOUTS}:raft_credit",
+        f"{_CREDIT}:raft_credit",
         "episode",
         "RAFT: the positive part of the group-normalised return (no episode pushed down)",
     ),

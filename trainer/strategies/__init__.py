@@ -1,20 +1,19 @@
 """Training strategies: the :class:`Strategy` protocol and the registry of strategies.
 
 ``train.strategy`` names an entry of :data:`STRATEGIES`; adding a strategy is one module that
-registers it (see :mod:`trainer.strategies.registry`). Importing this package imports neither
-torch nor Ray: the modules that train (``torch_strategy``, ``sharded``, ``ray_strategy``, ...)
-load when a strategy is built.
+registers it (see :mod:`trainer.strategy_registry`, which this package re-exports). Importing
+this package imports neither torch nor Ray: the modules that train (``torch_strategy``,
+``sharded``, ``ray_strategy``, ...) load when a strategy is built.
 """
 
 from __future__ import annotations
 
-from trainer.strategies.base import Strategy, missing_methods
-from trainer.strategies.registry import (
+from trainer.strategies.base import Strategy, StrategyBuilder, StrategyRequest, missing_methods
+from trainer.strategy_registry import (
     DEFAULT_STRATEGY,
     STRATEGIES,
     MemoryLayout,
     Requirement,
-    StrategyRequest,
     StrategySpec,
     UnknownStrategyError,
     register_strategy,
@@ -28,6 +27,7 @@ __all__ = [
     "MemoryLayout",
     "Requirement",
     "Strategy",
+    "StrategyBuilder",
     "StrategyRequest",
     "StrategySpec",
     "UnknownStrategyError",

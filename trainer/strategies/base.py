@@ -3,21 +3,28 @@
 The pipeline and the warm start (``trainer.sft``) drive a strategy through these methods
 only. The built-in strategies are :class:`~trainer.strategies.torch_strategy.TorchStrategy`
 (this process, CPU or one GPU) and :class:`~trainer.strategies.ray_strategy.RayStrategy` (a Ray
-group of train workers sharding the update); :mod:`trainer.strategies.registry` names them and
-builds the one ``train.strategy`` asks for. Type annotations only name torch: importing this
+group of train workers sharding the update); :mod:`trainer.strategy_registry` names them, and
+:func:`~trainer.strategies.from_config.build_strategy` builds the one ``train.strategy`` asks
+for. Type annotations only name torch: importing this
 module imports neither torch nor Ray.
+
+A registered strategy's builder is a :class:`StrategyBuilder`: it gets a
+:class:`StrategyRequest` and returns a :class:`Strategy`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     import torch
+    from torch import nn
 
     from trainer.batch import TokenBatch
+    from trainer.config import Config
 
 
 @runtime_checkable
@@ -64,6 +71,33 @@ class Strategy(Protocol):
     def close(self) -> None:
         """Releases what the strategy started (train workers, Ray); safe to call twice."""
         ...
+
+
+@dataclass(frozen=True)
+class StrategyRequest:
+    """What a strategy's builder gets.
+
+    Attributes:
+        config: the run's config.
+        model: the policy loaded in this process (``None`` where none was: a strategy whose
+            train workers load their own, with the generator elsewhere).
+        options: :class:`~trainer.strategies.torch_strategy.TorchStrategy` keyword arguments
+            (``pad_id``, ``loss``, ``lr``, ``lora``, ``value_head``, ...).
+        model_name: the model train workers load (``model.name``, or the warm start's).
+        started_ray: Ray was started to check this strategy; it should stop Ray on ``close``.
+    """
+
+    config: Config
+    model: nn.Module | None
+    options: dict[str, Any]
+    model_name: str
+    started_ray: bool = False
+
+
+class StrategyBuilder(Protocol):
+    """Builds a strategy for a request (the ``build`` of a registered strategy)."""
+
+    def __call__(self, request: StrategyRequest) -> Strategy: ...
 
 
 def missing_methods(strategy: object) -> list[str]:

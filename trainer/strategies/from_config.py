@@ -28,10 +28,10 @@ from trainer.strategies.allocator import (
     jemalloc_library,
     loaded_allocator,
 )
-from trainer.strategies.base import Strategy, missing_methods
+from trainer.strategies.base import Strategy, StrategyRequest, missing_methods
 from trainer.strategies.host_memory import return_freed_tensors_to_os
-from trainer.strategies.registry import STRATEGIES, StrategyRequest, strategy_spec
 from trainer.strategies.torch_strategy import LossSettings
+from trainer.strategy_registry import STRATEGIES, strategy_spec
 
 __all__ = ["build_strategy", "check_strategy", "resolve_device", "worker_gpus"]
 

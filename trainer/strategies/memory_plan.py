@@ -56,7 +56,7 @@ from torch import nn
 
 from trainer.algorithms import ALGORITHMS
 from trainer.config import ConfigError
-from trainer.strategies.registry import (
+from trainer.strategy_registry import (
     STRATEGIES,
     MemoryLayout,
     UnknownStrategyError,

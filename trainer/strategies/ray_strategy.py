@@ -11,7 +11,7 @@ weighted by each part's share of the batch, so their sum over the groups is the 
 value; the gradient norm is the same on every worker (it is computed over the gathered
 gradient).
 
-The builders at the end of this module are the registry's (``trainer.strategies.registry``)
+The builders at the end of this module are the registry's (``trainer.strategy_registry``)
 for the strategies with train workers.
 """
 
@@ -24,8 +24,8 @@ from typing import Any
 import torch
 
 from trainer.batch import TokenBatch
+from trainer.strategies.base import StrategyRequest
 from trainer.strategies.from_config import resolve_device, worker_gpus
-from trainer.strategies.registry import StrategyRequest
 from trainer.strategies.token_balance import split_for_workers
 from trainer.strategies.worker_group import TrainWorkerGroup, WorkerSpec
 

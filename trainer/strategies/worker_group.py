@@ -25,9 +25,9 @@ import ray
 import torch
 
 from trainer.strategies.allocator import allocator_env_vars, check_loaded, loaded_allocator
-from trainer.strategies.registry import strategy_spec
 from trainer.strategies.sharded import process_group_backend
 from trainer.strategies.train_worker_error import TrainWorkerError
+from trainer.strategy_registry import strategy_spec
 
 #: Minutes a collective may wait for a worker before failing (a lost worker otherwise
 #: blocks the others forever).
