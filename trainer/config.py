@@ -379,8 +379,8 @@ class TrainConfig(_Section):
     # mmap threshold, fixed): less peak memory, slower steps (trainer.strategies.host_memory)
     return_freed_memory: bool = False
     # the train workers' C allocator: jemalloc (LD_PRELOAD in each worker's runtime_env) keeps
-    # less freed memory resident than glibc (trainer.strategies.allocator); the torch strategy
-    # takes it only if this process was started with it
+    # less freed memory resident than glibc (trainer.strategies.allocator); a strategy that
+    # trains in this process takes it only if this process was started with it
     allocator: Literal["default", "jemalloc"] = "default"
     # model parallelism, for the strategies that split the model
     tensor_parallel: int = Field(1, gt=0)

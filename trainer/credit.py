@@ -5,8 +5,7 @@
 credit functions are here, each laying the output of a pure tensor function of
 ``trainer.algorithms`` onto the tokens of each ``Sample`` (via ``turn_of_token``):
 
-* ``grpo_credit`` (``starpo``, ``grpo``): one GRPO advantage per trajectory, on every sampled
-  token.
+* ``grpo_credit``: one GRPO advantage per trajectory, on every sampled token.
 * ``rloo_credit``: one leave-one-out advantage per trajectory.
 * ``raft_credit``: the positive part of the GRPO advantage, per trajectory (no episode pushed
   down).
@@ -14,7 +13,9 @@ credit functions are here, each laying the output of a pure tensor function of
   turn's tokens.
 * ``reinforce_pp_credit``: each turn's reward on the last token of its reply, return-to-go per
   token, normalised over the batch.
-* ``gae_credit`` (``ppo``): the same token rewards, with GAE against the critic's values.
+* ``gae_credit``: the same token rewards, with GAE against the critic's values.
+
+The registry (:mod:`trainer.algorithms.registry`) says which names use which.
 """
 
 from __future__ import annotations
@@ -219,7 +220,7 @@ def gae_credit(
     """PPO's GAE advantages of the turn rewards against the critic's values, and the returns."""
     rewards, mask, lengths = _token_rewards(trajectories)
     if values is None:
-        raise ValueError("ppo needs the critic's values")
+        raise ValueError("gae_credit needs the critic's values")
     advantages, returns = gae_advantages(
         rewards,
         pad_values(values, rewards.shape[1]),
