@@ -89,9 +89,15 @@ def test_a_users_own_environments_package_gets_one_line_naming_it_and_the_fix(
 def test_the_same_install_runs_from_a_folder_without_such_modules(
     installed: Path, tmp_path: Path
 ) -> None:
-    result = _python(MAKE.format(site=str(installed)), tmp_path, installed)
+    presets = (
+        "from trainer.config import load_config, preset_names\n"
+        "print(sorted(preset_names()), load_config('sokoban').env.id)\n"
+    )
+    result = _python(MAKE.format(site=str(installed)) + presets, tmp_path, installed)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.strip()  # the first line of a Sokoban board
+    board, presets_line = result.stdout.strip().splitlines()
+    assert board  # the first line of a Sokoban board
+    assert "'sokoban'" in presets_line and presets_line.endswith("SimpleSokoban-v0")
     assert "hides" not in result.stderr
 
 
