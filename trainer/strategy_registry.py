@@ -46,8 +46,9 @@ Import that module before the config is built (``train.strategy=logged`` is then
 A strategy that trains in Ray workers sets ``in_process=False`` (the pipeline then loads no
 policy for it unless a generator in this process needs one), names the policy each worker
 builds in ``worker_policy`` (a class taking the policy and the same keyword arguments, like
-:class:`~trainer.strategies.sharded.FSDP2Strategy`), and says in ``memory`` how it splits the
-training state. ``tests/trainer/test_strategy_registry.py`` trains a step with such a builder.
+:class:`~trainer.strategies.sharded.FSDP2Strategy`; the workers get it with their spec, so they
+need not see the registration), and says in ``memory`` how it splits the training state.
+``tests/trainer/test_strategy_registry.py`` trains a step with each kind of such a strategy.
 ``docs/extending_the_trainer.md`` says what the trainer does with each field.
 
 Example:

@@ -14,6 +14,7 @@ from tests.trainer.two_by_two_lake import TWO_BY_TWO_LAKE
 from trainer.config import ConfigError, load_config
 from trainer.strategies import (
     STRATEGIES,
+    MemoryLayout,
     Strategy,
     StrategyRequest,
     StrategySpec,
@@ -133,6 +134,53 @@ def test_a_registered_strategy_trains_one_step_of_a_real_run(tmp_path, counting)
     generator_weights = pipeline.generator.model.state_dict()
     policy_weights = strategy.inference_state_dict()
     assert all(torch.equal(generator_weights[k], policy_weights[k]) for k in policy_weights)
+
+
+@pytest.fixture
+def sharded_elsewhere() -> Iterator[StrategySpec]:
+    from trainer.strategies.ray_strategy import build_worker_group
+
+    spec = register_strategy(
+        StrategySpec(
+            name="sharded-elsewhere",
+            build=lambda request: build_worker_group(request, mixed_precision=False),
+            description="FSDP2 train workers, registered outside the package",
+            in_process=False,
+            worker_policy="trainer.strategies.sharded:FSDP2Strategy",
+            memory=MemoryLayout("workers", gathers_one_layer=True),
+        )
+    )
+    yield spec
+    unregister_strategy(spec.name)
+
+
+def test_a_strategy_with_train_workers_registered_here_trains_one_step(
+    tmp_path, ray_cluster, sharded_elsewhere
+):
+    # the workers' processes never saw this registration: their spec carries the policy class
+    from trainer.pipeline import Pipeline
+    from trainer.strategies.ray_strategy import RayStrategy
+
+    config = load_config(
+        None,
+        [
+            *TWO_BY_TWO_LAKE,
+            "model.lora=null",
+            "train.strategy=sharded-elsewhere",
+            "train.workers=2",
+            f"train.output_dir={tmp_path}",
+        ],
+    )
+    pipeline = Pipeline(config, log=None)
+    try:
+        assert isinstance(pipeline.strategy, RayStrategy)
+        before = {k: v.clone() for k, v in pipeline.strategy.inference_state_dict().items()}
+        metrics = pipeline.train_step()
+        after = pipeline.strategy.inference_state_dict()
+    finally:
+        pipeline.close()
+    assert all(math.isfinite(value) for value in metrics.values())
+    assert any(not torch.equal(before[k], after[k]) for k in before)
 
 
 def test_an_unknown_strategy_lists_the_registered_ones_and_the_closest(counting):

@@ -28,6 +28,7 @@ from trainer.strategies.base import StrategyRequest
 from trainer.strategies.from_config import resolve_device, worker_gpus
 from trainer.strategies.token_balance import split_for_workers
 from trainer.strategies.worker_group import TrainWorkerGroup, WorkerSpec
+from trainer.strategy_registry import strategy_spec
 
 #: Metrics that are the same on every worker, not shares to add up.
 _SHARED_METRICS = ("grad_norm", "sft/grad_norm")
@@ -215,6 +216,7 @@ def build_worker_group(
         options={**request.options, **own_options},
         return_freed_memory=train.return_freed_memory,
         allocator=train.allocator,
+        worker_policy=strategy_spec(train.strategy).worker_policy,
     )
     return RayStrategy(
         spec,

@@ -24,6 +24,7 @@ from typing import Any
 import ray
 import torch
 
+from trainer.lazy_reference import load_reference
 from trainer.strategies.allocator import allocator_env_vars, check_loaded, loaded_allocator
 from trainer.strategies.sharded import process_group_backend
 from trainer.strategies.train_worker_error import TrainWorkerError
@@ -36,9 +37,12 @@ COLLECTIVE_TIMEOUT_MINUTES = 10
 
 @dataclass(frozen=True)
 class WorkerSpec:
-    """What every train worker builds: the policy and its sharded strategy (the registered
-    ``worker_policy`` of ``strategy``, a name in :data:`trainer.strategies.STRATEGIES`).
+    """What every train worker builds: the policy and its sharded strategy.
 
+    ``worker_policy`` is the class each worker builds (or a ``"module:Class"`` reference to
+    it); ``None``: the registered ``worker_policy`` of ``strategy``, a name in
+    :data:`trainer.strategies.STRATEGIES` (a worker's process holds the built-in
+    registrations only, so the controller passes a strategy registered elsewhere this way).
     ``options`` are :class:`~trainer.strategies.torch_strategy.TorchStrategy` keyword
     arguments plus the strategy's own (``zero_stage``, ``mixed_precision``, ...);
     ``return_freed_memory`` is ``train.return_freed_memory`` (see
@@ -53,6 +57,7 @@ class WorkerSpec:
     options: dict[str, Any] = field(default_factory=dict)
     return_freed_memory: bool = False
     allocator: str = "default"
+    worker_policy: type | str | None = None
 
 
 class TrainWorker:
@@ -104,7 +109,12 @@ class TrainWorker:
         model, _ = load_model(spec.model_name, seed=spec.seed)
         if cuda:
             model.to("cuda")
-        policy_class = strategy_spec(spec.strategy).worker_policy_class()
+        if spec.worker_policy is None:
+            policy_class = strategy_spec(spec.strategy).worker_policy_class()
+        elif isinstance(spec.worker_policy, str):
+            policy_class = load_reference(spec.worker_policy)
+        else:
+            policy_class = spec.worker_policy
         # the same random state on every worker and in a one-process run of the same seed:
         # LoRA's adapters are drawn from it
         torch.manual_seed(spec.seed)
