@@ -83,6 +83,22 @@ class UnavailableEnv:
     description: str = ""
 
 
+def _gymnasium_id(env_id: str) -> str:
+    """The id under which Gymnasium knows ``env_id``: in rollenv's namespace unless it has one."""
+    return env_id if parse_env_id(env_id)[0] else f"{GYMNASIUM_NAMESPACE}/{env_id}"
+
+
+@dataclass(frozen=True)
+class _Unavailable:
+    """Gymnasium's entry point of an unavailable id: making it raises the reason."""
+
+    env_id: str
+    reason: str
+
+    def __call__(self, **kwargs: Any) -> gym.Env:
+        raise EnvUnavailableError(self.env_id, self.reason)
+
+
 @dataclass(frozen=True)
 class EnvSpec:
     """Everything needed to build one registered env.
@@ -133,8 +149,7 @@ class EnvSpec:
     @property
     def gymnasium_id(self) -> str:
         """The id under which Gymnasium knows this env (``rollenv/Sokoban-v0``)."""
-        namespace = parse_env_id(self.id)[0]
-        return self.id if namespace else f"{GYMNASIUM_NAMESPACE}/{self.id}"
+        return _gymnasium_id(self.id)
 
 
 class EnvRegistry(Mapping[str, EnvSpec]):
@@ -226,6 +241,7 @@ class EnvRegistry(Mapping[str, EnvSpec]):
                 self._remove(env_id)
             for env_id in set(self._unavailable) - before_unavailable:
                 del self._unavailable[env_id]
+                gym.registry.pop(_gymnasium_id(env_id), None)
             raise
         finally:
             self._loading_plugin = None
@@ -239,7 +255,8 @@ class EnvRegistry(Mapping[str, EnvSpec]):
             warnings.warn(f"Overriding rollenv environment {spec.id!r}", UserWarning, stacklevel=3)
             self._remove(spec.id)  # so Gymnasium does not warn a second time
         self._specs[spec.id] = spec
-        self._unavailable.pop(spec.id, None)  # it runs here after all
+        if self._unavailable.pop(spec.id, None) is not None:  # it runs here after all
+            gym.registry.pop(spec.gymnasium_id, None)
         gym.register(
             id=spec.gymnasium_id,
             entry_point=spec.entry_point,
@@ -255,6 +272,8 @@ class EnvRegistry(Mapping[str, EnvSpec]):
         if entry.id in self._specs:
             raise ValueError(f"{entry.id!r} is registered; it cannot also be unavailable")
         self._unavailable[entry.id] = entry
+        # gymnasium.make of the id then says why, rather than that no such env exists
+        gym.register(id=_gymnasium_id(entry.id), entry_point=_Unavailable(entry.id, entry.reason))
 
     @property
     def unavailable(self) -> Mapping[str, UnavailableEnv]:

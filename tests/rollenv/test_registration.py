@@ -130,3 +130,17 @@ def test_an_unavailable_id_that_a_later_registration_runs_is_no_longer_unavailab
         assert rollenv.spec("LateCorpus-v0").id == "LateCorpus-v0"
     finally:
         rollenv.registry._remove("LateCorpus-v0")
+
+
+def test_gymnasium_make_of_an_unavailable_id_says_why_and_works_once_it_is_registered():
+    rollenv.register_unavailable("CorpusGame-v0", "needs the corpus: pip install corpus")
+    try:
+        with pytest.raises(rollenv.EnvUnavailableError, match="pip install corpus"):
+            gymnasium.make("rollenv/CorpusGame-v0")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # the unavailable entry goes without an override
+            rollenv.register("CorpusGame-v0", "environments.sokoban.env:SokobanEnv")
+        assert gymnasium.make("rollenv/CorpusGame-v0").reset(seed=0)[0]
+    finally:
+        rollenv.registry._remove("CorpusGame-v0")
+    assert "rollenv/CorpusGame-v0" not in gymnasium.registry
