@@ -90,7 +90,7 @@ def check_strategy(config: Config) -> None:
             grouped = [name for name, other in STRATEGIES.items() if not other.in_process]
             raise ConfigError(
                 f"train.strategy={spec.name} trains in this process: train.workers must be 1 "
-                f"(got {train.workers}); use train.strategy={_either(grouped)} for more workers"
+                f"(got {train.workers}); use train.strategy={_joined(grouped)} for more workers"
             )
     own_check = spec.check_function()
     if own_check is not None:
@@ -107,7 +107,7 @@ def check_strategy(config: Config) -> None:
 
 
 def _check_allocator_here(config: Config) -> None:
-    """The torch strategy trains in this process, whose allocator was chosen when it started."""
+    """A strategy that trains in this process uses the allocator this process started with."""
     if config.train.allocator == "default" or loaded_allocator() == "jemalloc":
         return
     try:
@@ -118,11 +118,11 @@ def _check_allocator_here(config: Config) -> None:
     raise ConfigError(
         f"train.allocator=jemalloc: train.strategy={config.train.strategy} trains in this "
         f"process, which was started without it: start it with LD_PRELOAD={jemalloc_library()} "
-        f"({_either(grouped, 'and')} start their train workers with it)"
+        f"({_joined(grouped, 'and')} start their train workers with it)"
     )
 
 
-def _either(names: list[str], conjunction: str = "or") -> str:
+def _joined(names: list[str], conjunction: str = "or") -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {conjunction} {names[-1]}"
 
 
