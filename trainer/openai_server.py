@@ -141,46 +141,42 @@ async def _until_disconnected(http_request: Any) -> None:
             return
 
 
-def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) -> FastAPI:
-    """The FastAPI app serving ``engine``'s model as ``model_name``.
+class _OpenAIEndpoints:
+    """The server's endpoints over one engine, and the steps they share: a request checked,
+    its replies started, run (streamed or collected) and aborted when the client leaves."""
 
-    Args:
-        engine: runs the requests (its thread is already going).
-        model_name: the id ``/v1/models`` lists and requests must name.
-        metrics: a :class:`~trainer.serving.metrics.ServeMetrics` for ``GET /metrics``
-            (``None``: the endpoint answers 404).
-    """
-    tokenizer = engine.tokenizer
-    context = engine.max_context
-    app = FastAPI(title=f"rollenv: {model_name}")
-    created = int(time.time())
+    def __init__(self, engine: ServingEngine, model_name: str, metrics: Any) -> None:
+        self.engine = engine
+        self.tokenizer = engine.tokenizer
+        self.context = engine.max_context
+        self.model_name = model_name
+        self.metrics = metrics
+        self.created = int(time.time())
 
     # errors in OpenAI's shape, so clients show the message; a bad field is a 400 that names it
-    def error(status: int, message: str) -> JSONResponse:
+    def error(self, status: int, message: str) -> JSONResponse:
         kind = "invalid_request_error" if status < 500 else "server_error"
         body = {"error": {"message": message, "type": kind, "code": status}}
         return JSONResponse(body, status_code=status)
 
-    @app.exception_handler(HTTPException)
-    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
-        return error(exc.status_code, str(exc.detail))
+    async def http_error(self, request: Request, exc: HTTPException) -> JSONResponse:
+        return self.error(exc.status_code, str(exc.detail))
 
-    @app.exception_handler(RequestValidationError)
-    async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+    async def invalid_request(self, request: Request, exc: RequestValidationError) -> JSONResponse:
         problems = [
             f"the request body is not valid JSON: {e['ctx']['error']}"
             if e["type"] == "json_invalid"
             else f"{'.'.join(str(p) for p in e['loc'] if p != 'body') or 'body'}: {e['msg']}"
             for e in exc.errors()
         ]
-        return error(400, "; ".join(problems))
+        return self.error(400, "; ".join(problems))
 
-    def check_request(request: _Request) -> None:
-        if request.model != model_name:
+    def check_request(self, request: _Request) -> None:
+        if request.model != self.model_name:
             raise HTTPException(
                 status_code=404,
                 detail=f"model {request.model!r} is not served here; this server has "
-                f"{model_name!r} (GET /v1/models)",
+                f"{self.model_name!r} (GET /v1/models)",
             )
         if request.tools:
             raise HTTPException(
@@ -195,22 +191,22 @@ def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) ->
                 "each sampled token's log-probability",
             )
 
-    def sampling(request: _Request, prompt: list[int], where: str) -> SamplingParams:
+    def sampling(self, request: _Request, prompt: list[int], where: str) -> SamplingParams:
         """The request's sampling; refuses (400) a prompt and reply beyond the context."""
         limit = request.reply_limit
         asked = len(prompt) + (limit or 1)
-        if asked > context:
+        if asked > self.context:
             reply = f"{limit} in the completion" if limit else "at least 1 to generate"
             raise HTTPException(
                 status_code=400,
-                detail=f"This model's maximum context length is {context} tokens. However, you "
-                f"requested {asked} tokens ({len(prompt)} in the {where}, {reply}). Please "
+                detail=f"This model's maximum context length is {self.context} tokens. However, "
+                f"you requested {asked} tokens ({len(prompt)} in the {where}, {reply}). Please "
                 f"reduce the length of the {where} or completion.",
             )
-        eos = [] if request.ignore_eos else [tokenizer.eos_token_id]
+        eos = [] if request.ignore_eos else [self.tokenizer.eos_token_id]
         stops = tuple(dict.fromkeys([*eos, *request.stop_token_ids]))
         return SamplingParams(
-            max_new_tokens=limit or context - len(prompt),
+            max_new_tokens=limit or self.context - len(prompt),
             temperature=request.temperature,
             top_p=request.top_p,
             top_k=max(request.top_k, 0),
@@ -219,38 +215,38 @@ def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) ->
             ignore_eos=request.ignore_eos,
         )
 
-    def start(request: _Request, prompt: list[int], params: SamplingParams) -> list[_Choice]:
+    def start(self, request: _Request, prompt: list[int], params: SamplingParams) -> list[_Choice]:
         """Submits the request's ``n`` replies (a seeded request seeds each one apart)."""
         choices: list[_Choice] = []
         try:
             for index in range(request.n):
                 seed = None if request.seed is None else request.seed + index
-                served = engine.submit(prompt, replace(params, seed=seed))
+                served = self.engine.submit(prompt, replace(params, seed=seed))
                 choices.append(
                     _Choice(
                         index,
                         served,
                         ReplyText(
-                            tokenizer, request.stop_strings, request.include_stop_str_in_output
+                            self.tokenizer, request.stop_strings, request.include_stop_str_in_output
                         ),
                     )
                 )
         except (Draining, Busy) as refused:
             for choice in choices:
-                engine.abort(choice.served)
+                self.engine.abort(choice.served)
             raise HTTPException(status_code=503, detail=str(refused)) from None
         except ValueError as bad:
             raise HTTPException(status_code=400, detail=str(bad)) from None
         return choices
 
-    async def pump(choice: _Choice, out: asyncio.Queue[tuple[_Choice, str, Any]]) -> None:
+    async def pump(self, choice: _Choice, out: asyncio.Queue[tuple[_Choice, str, Any]]) -> None:
         """Feeds ``out`` with ``(choice, text, end)``: ``end`` is None while it runs, then its
         finish reason, or a :class:`Refused`."""
         async for event in choice.served.events():
             if isinstance(event, Token):
                 piece = choice.reply.add(event.token_id, event.logprob)
                 if choice.reply.stopped:
-                    engine.abort(choice.served)  # a stop string: no need to go on
+                    self.engine.abort(choice.served)  # a stop string: no need to go on
                 if piece:
                     out.put_nowait((choice, piece, None))
             elif isinstance(event, Finished):
@@ -262,12 +258,12 @@ def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) ->
                 out.put_nowait((choice, "", event))
 
     async def run(
-        choices: list[_Choice], http_request: Request
+        self, choices: list[_Choice], http_request: Request
     ) -> AsyncIterator[tuple[_Choice, str, Any]]:
         """The choices' pieces as they come; every choice is aborted if the client leaves (or
         the caller stops reading)."""
         out: asyncio.Queue[tuple[_Choice, str, Any]] = asyncio.Queue()
-        pumps = [asyncio.create_task(pump(choice, out)) for choice in choices]
+        pumps = [asyncio.create_task(self.pump(choice, out)) for choice in choices]
         gone = asyncio.create_task(_until_disconnected(http_request))
         ended = 0
         try:
@@ -284,19 +280,19 @@ def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) ->
         finally:
             gone.cancel()
             for choice, task in zip(choices, pumps, strict=True):
-                engine.abort(choice.served)
+                self.engine.abort(choice.served)
                 task.cancel()
 
-    def refusal(end: Any) -> HTTPException | None:
+    def refusal(self, end: Any) -> HTTPException | None:
         if isinstance(end, Refused):
             return HTTPException(status_code=end.status, detail=end.message)
         return None
 
-    async def collect(choices: list[_Choice], http_request: Request) -> None:
+    async def collect(self, choices: list[_Choice], http_request: Request) -> None:
         """Runs the choices to their end; raises the first refusal as an HTTP error."""
-        async with contextlib.aclosing(run(choices, http_request)) as pieces:
+        async with contextlib.aclosing(self.run(choices, http_request)) as pieces:
             async for _, _, end in pieces:
-                if (problem := refusal(end)) is not None:
+                if (problem := self.refusal(end)) is not None:
                     raise problem  # closing the pieces aborts the other choices
         if any(c.finish_reason is None for c in choices):
             return  # the client left
@@ -308,15 +304,15 @@ def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) ->
             )
 
     async def event_stream(
-        choices: list[_Choice], http_request: Request, chunk: Any, last: Any = None
+        self, choices: list[_Choice], http_request: Request, chunk: Any, last: Any = None
     ) -> StreamingResponse | JSONResponse:
         """Streams ``chunk(choice, text, finish_reason)`` events, then ``last()`` if given (the
         usage chunk); a request refused before its first piece is an HTTP error instead."""
-        pieces = run(choices, http_request)
+        pieces = self.run(choices, http_request)
         first = await anext(pieces, None)
-        if first is not None and (problem := refusal(first[2])) is not None:
+        if first is not None and (problem := self.refusal(first[2])) is not None:
             await pieces.aclose()
-            return error(problem.status_code, problem.detail)
+            return self.error(problem.status_code, problem.detail)
 
         async def events() -> AsyncIterator[str]:
             try:
@@ -325,7 +321,7 @@ def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) ->
                 items = [] if first is None else [first]
                 while True:
                     for choice, text, end in items:
-                        if (problem := refusal(end)) is not None:
+                        if (problem := self.refusal(end)) is not None:
                             message, code = problem.detail, problem.status_code
                             body = {"error": {"message": message, "code": code}}
                             yield f"data: {json.dumps(body)}\n\n"
@@ -346,7 +342,7 @@ def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) ->
 
         return StreamingResponse(events(), media_type="text/event-stream")
 
-    def usage(prompt: list[int], choices: list[_Choice]) -> dict[str, int]:
+    def usage(self, prompt: list[int], choices: list[_Choice]) -> dict[str, int]:
         n = sum(len(c.reply.kept()[0]) for c in choices)
         return {
             "prompt_tokens": len(prompt),
@@ -355,44 +351,48 @@ def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) ->
         }
 
     def usage_chunk(
-        request: _Request, head: dict[str, Any], prompt: list[int], choices: list[_Choice]
+        self, request: _Request, head: dict[str, Any], prompt: list[int], choices: list[_Choice]
     ) -> Any:
         """The stream's last chunk when ``stream_options.include_usage``: no choices, the
         token counts (built once the replies have ended)."""
         if request.stream_options is None or not request.stream_options.include_usage:
             return None
-        return lambda: {**head, "choices": [], "usage": usage(prompt, choices)}
+        return lambda: {**head, "choices": [], "usage": self.usage(prompt, choices)}
 
-    @app.get("/health")
-    async def health() -> JSONResponse:
-        if engine.draining:
+    async def health(
+        self,
+    ) -> JSONResponse:
+        if self.engine.draining:
             return JSONResponse({"status": "draining"}, status_code=503)
         return JSONResponse({"status": "ok"})
 
-    @app.get("/metrics")
-    async def prometheus() -> Response:
-        if metrics is None:
+    async def prometheus(
+        self,
+    ) -> Response:
+        if self.metrics is None:
             raise HTTPException(status_code=404, detail="this server keeps no metrics")
         from trainer.serving.metrics import CONTENT_TYPE_LATEST
 
-        return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
+        return Response(self.metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
-    @app.get("/v1/models")
-    async def models() -> dict[str, Any]:
+    async def models(
+        self,
+    ) -> dict[str, Any]:
         return {
             "object": "list",
             "data": [
                 {
-                    "id": model_name,
+                    "id": self.model_name,
                     "object": "model",
-                    "created": created,
+                    "created": self.created,
                     "owned_by": "rollenv",
-                    "max_model_len": context,
+                    "max_model_len": self.context,
                 }
             ],
         }
 
     async def answer(
+        self,
         request: _Request,
         http_request: Request,
         prompt: list[int],
@@ -404,37 +404,36 @@ def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) ->
         """Runs the request's choices (``where``: what its prompt is called in a 400): a
         stream of ``chunk(head, choice, text, finish_reason)``, or once they end, the body with
         ``choice_body(choice)`` for each."""
-        choices = start(request, prompt, sampling(request, prompt, where))
+        choices = self.start(request, prompt, self.sampling(request, prompt, where))
         if request.stream:
-            return await event_stream(
+            return await self.event_stream(
                 choices, http_request, lambda *a: chunk(head, *a),
-                usage_chunk(request, head, prompt, choices),
+                self.usage_chunk(request, head, prompt, choices),
             )  # fmt: skip
-        await collect(choices, http_request)
+        await self.collect(choices, http_request)
         if any(c.finish_reason is None for c in choices):
             return Response(status_code=499)  # the client left; nobody reads this
         body = [
             {"index": c.index, "finish_reason": c.finish_reason, **choice_body(c)} for c in choices
         ]
-        return {**head, "choices": body, "usage": usage(prompt, choices)}
+        return {**head, "choices": body, "usage": self.usage(prompt, choices)}
 
-    def headed(kind: str, prefix: str) -> dict[str, Any]:
+    def headed(self, kind: str, prefix: str) -> dict[str, Any]:
         """What every response and chunk of one request starts with."""
         return {
             "id": f"{prefix}-{uuid.uuid4().hex}",
             "object": kind,
             "created": int(time.time()),
-            "model": model_name,
+            "model": self.model_name,
         }
 
-    @app.post("/v1/completions")
-    async def completions(request: CompletionRequest, http_request: Request) -> Any:
-        check_request(request)
+    async def completions(self, request: CompletionRequest, http_request: Request) -> Any:
+        self.check_request(request)
         if isinstance(request.prompt, str):
-            prompt = tokenizer.encode(request.prompt, add_special_tokens=False)
+            prompt = self.tokenizer.encode(request.prompt, add_special_tokens=False)
         else:
             prompt = list(request.prompt)
-        vocab = len(tokenizer)
+        vocab = len(self.tokenizer)
         if not prompt or any(not 0 <= t < vocab for t in prompt):
             raise HTTPException(
                 status_code=400, detail=f"prompt must be text or token ids in [0, {vocab})"
@@ -454,22 +453,25 @@ def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) ->
                 ids, values = choice.reply.kept()
                 as_ids = request.return_tokens_as_token_ids
                 logprobs = {
-                    "tokens": [f"token_id:{t}" if as_ids else tokenizer.decode([t]) for t in ids],
+                    "tokens": [
+                        f"token_id:{t}" if as_ids else self.tokenizer.decode([t]) for t in ids
+                    ],
                     "token_logprobs": values,
                     "top_logprobs": None,
                     "text_offset": None,
                 }
             return {"text": choice.reply.text, "logprobs": logprobs}
 
-        head = headed("text_completion", "cmpl")
-        return await answer(request, http_request, prompt, "prompt", head, chunk, choice_body)
+        head = self.headed("text_completion", "cmpl")
+        return await self.answer(request, http_request, prompt, "prompt", head, chunk, choice_body)
 
-    @app.post("/v1/chat/completions")
-    async def chat_completions(request: ChatRequest, http_request: Request) -> Any:
-        check_request(request)
+    async def chat_completions(self, request: ChatRequest, http_request: Request) -> Any:
+        self.check_request(request)
         messages = [m.model_dump() for m in request.messages]
-        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        prompt = tokenizer.encode(text, add_special_tokens=False)
+        text = self.tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=True
+        )
+        prompt = self.tokenizer.encode(text, add_special_tokens=False)
 
         def chunk(head: dict, choice: _Choice, text: str | None, finish: str | None) -> Any:
             delta = {"role": "assistant", "content": ""} if text is None else {}
@@ -486,7 +488,7 @@ def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) ->
                 ids, values = choice.reply.kept()
                 logprobs = {
                     "content": [
-                        {"token": tokenizer.decode([t]), "logprob": lp, "top_logprobs": []}
+                        {"token": self.tokenizer.decode([t]), "logprob": lp, "top_logprobs": []}
                         for t, lp in zip(ids, values, strict=True)
                     ]
                 }
@@ -494,9 +496,30 @@ def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) ->
             return {"message": message, "logprobs": logprobs}
 
         kind = "chat.completion.chunk" if request.stream else "chat.completion"
-        head = headed(kind, "chatcmpl")
-        return await answer(request, http_request, prompt, "messages", head, chunk, choice_body)
+        head = self.headed(kind, "chatcmpl")
+        return await self.answer(
+            request, http_request, prompt, "messages", head, chunk, choice_body
+        )
 
+
+def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) -> FastAPI:
+    """The FastAPI app serving ``engine``'s model as ``model_name``.
+
+    Args:
+        engine: runs the requests (its thread is already going).
+        model_name: the id ``/v1/models`` lists and requests must name.
+        metrics: a :class:`~trainer.serving.metrics.ServeMetrics` for ``GET /metrics``
+            (``None``: the endpoint answers 404).
+    """
+    endpoints = _OpenAIEndpoints(engine, model_name, metrics)
+    app = FastAPI(title=f"rollenv: {model_name}")
+    app.add_exception_handler(HTTPException, endpoints.http_error)
+    app.add_exception_handler(RequestValidationError, endpoints.invalid_request)
+    app.add_api_route("/health", endpoints.health, methods=["GET"])
+    app.add_api_route("/metrics", endpoints.prometheus, methods=["GET"])
+    app.add_api_route("/v1/models", endpoints.models, methods=["GET"])
+    app.add_api_route("/v1/completions", endpoints.completions, methods=["POST"])
+    app.add_api_route("/v1/chat/completions", endpoints.chat_completions, methods=["POST"])
     return app
 
 
