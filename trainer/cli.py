@@ -222,8 +222,8 @@ def _add_serve_command(commands: argparse._SubParsersAction) -> None:
         "--quantize",
         choices=["int4"],
         help="int4: decode steps of up to 32 sequences read 4-bit copies of the layers (the "
-        "GGUF's own Q4_1 values for SmolLM2) and a bfloat16 head: one client got 23 tokens/s "
-        "against 14 in float32 on a 2-core CPU (benchmarks/serve_load.py)",
+        "GGUF's own Q4_1 values for SmolLM2) and a bfloat16 head: faster decoding for a few "
+        "clients on a CPU, its speed and agreement with float32 in benchmarks/serve_load.py",
     )
     parser.add_argument(
         "--max-model-len",

@@ -41,7 +41,7 @@ def process_group_backend(device: str) -> str:
     On CUDA, NCCL carries the tensors on the GPU and gloo the small ones a step keeps on the
     CPU (the micro-batch count the workers agree on, object collectives): NCCL alone refuses
     a CPU tensor ("No backend type associated with device type cpu"), which ended the first
-    update of ``--strategy fsdp2`` on a lent H100.
+    update of ``--strategy fsdp2`` on a GPU.
 
     Example:
         >>> process_group_backend("cuda"), process_group_backend("cpu")
