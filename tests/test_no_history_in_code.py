@@ -1,0 +1,69 @@
+"""Code, docstrings, presets and ``--help`` keep the reasons for a choice, not its history: no
+issue numbers, dates or machine names, which go stale (figures belong to the benchmark that
+measured them; the changelog keeps the history)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("rollenv", "environments", "trainer", "sandboxes", "leaderboard")
+HISTORY = re.compile(
+    r"\bissue #?\d+"  # an issue number
+    r"|\b20\d\d-\d\d-\d\d\b"  # a date
+    r"|\b(H100|H200|EPYC|Xeon)\b"  # a machine
+    r"|\blent (a |an )?(GPU|H100|H200|machine)",
+    re.IGNORECASE,
+)
+
+
+def _sources() -> list[Path]:
+    return sorted(
+        path
+        for package in PACKAGES
+        for pattern in ("*.py", "*.yaml")
+        for path in (REPO_ROOT / package).rglob(pattern)
+        if "__pycache__" not in path.parts
+    )
+
+
+def _history(text: str) -> list[str]:
+    return [
+        f"line {number}: {line.strip()}"
+        for number, line in enumerate(text.splitlines(), 1)
+        if HISTORY.search(line)
+    ]
+
+
+def test_the_pattern_finds_history() -> None:
+    assert _history("# fixed in issue 27\nok\n# seen on a lent H100 (2026-11-26)\n") == [
+        "line 1: # fixed in issue 27",
+        "line 3: # seen on a lent H100 (2026-11-26)",
+    ]
+    assert _history("an issue with the tokenizer; H100-sized layers? no: 100 rows") == [
+        "line 1: an issue with the tokenizer; H100-sized layers? no: 100 rows"
+    ]  # a machine named as a size is a machine too
+    assert _history("the issue: a reply of 20 tokens, seeds 2026 and 11") == []
+
+
+def test_no_issue_numbers_dates_or_machines_in_code_docstrings_or_presets() -> None:
+    sources = _sources()
+    assert len(sources) > 200 and any(p.suffix == ".yaml" for p in sources)
+    found = {
+        str(path.relative_to(REPO_ROOT)): lines
+        for path in sources
+        if (lines := _history(path.read_text(encoding="utf-8")))
+    }
+    assert found == {}
+
+
+def test_no_history_in_the_command_line_help() -> None:
+    from trainer.cli import build_parser
+
+    parser = build_parser()
+    texts = [parser.format_help()]
+    for action in parser._subparsers._group_actions if parser._subparsers else []:
+        texts += [sub.format_help() for sub in action.choices.values()]
+    assert len(texts) > 5  # every command's help was read
+    assert _history("\n".join(texts)) == []
