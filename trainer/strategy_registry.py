@@ -68,11 +68,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any, Literal
 
 from trainer.lazy_reference import load_reference
-from trainer.name_choices import unknown_name_message
+from trainer.named_registry import NamedRegistry
 
 
 class UnknownStrategyError(ValueError):
@@ -166,10 +165,10 @@ class StrategySpec:
 #: ``train.strategy`` when a config gives none.
 DEFAULT_STRATEGY = "torch"
 
-_registry: dict[str, StrategySpec] = {}
+_registry = NamedRegistry[StrategySpec]("strategy", UnknownStrategyError)
 
 #: Every registered strategy by name, in registration order (a read-only view).
-STRATEGIES: Mapping[str, StrategySpec] = MappingProxyType(_registry)
+STRATEGIES: Mapping[str, StrategySpec] = _registry.view
 
 
 def register_strategy(spec: StrategySpec, *, replace: bool = False) -> StrategySpec:
@@ -185,14 +184,7 @@ def register_strategy(spec: StrategySpec, *, replace: bool = False) -> StrategyS
     Raises:
         ValueError: the name is empty, or taken and ``replace`` is false.
     """
-    if not spec.name or spec.name != spec.name.strip():
-        raise ValueError(f"a strategy needs a name without surrounding spaces, got {spec.name!r}")
-    if spec.name in _registry and not replace:
-        raise ValueError(
-            f"strategy {spec.name!r} is already registered; pass replace=True to replace it"
-        )
-    _registry[spec.name] = spec
-    return spec
+    return _registry.add(spec, replace=replace)
 
 
 def unregister_strategy(name: str) -> StrategySpec:
@@ -204,7 +196,7 @@ def unregister_strategy(name: str) -> StrategySpec:
     Returns:
         The spec that was registered.
     """
-    return _registry.pop(strategy_spec(name).name)
+    return _registry.remove(name)
 
 
 def strategy_spec(name: str) -> StrategySpec:
@@ -220,10 +212,7 @@ def strategy_spec(name: str) -> StrategySpec:
         UnknownStrategyError: no strategy has that name; the message lists those that do and
             the closest.
     """
-    spec = _registry.get(name)
-    if spec is None:
-        raise UnknownStrategyError(unknown_name_message(name, list(_registry)))
-    return spec
+    return _registry.get(name)
 
 
 _GROUPS = "trainer.strategies.ray_strategy"

@@ -272,51 +272,44 @@ def build_app(
 
     app.add_exception_handler(ServerError, endpoints.server_error)
     app.add_exception_handler(Exception, endpoints.unexpected_error)
-    app.add_api_route(
-        "/reset",
-        endpoints.reset,
-        methods=["POST"],
-        summary="Open a session and start an episode (or a new one in a session)",
-    )
-    app.add_api_route(
-        "/step", endpoints.step, methods=["POST"], summary="Play one reply in a session's episode"
-    )
-    app.add_api_route(
-        "/state",
-        endpoints.state,
-        methods=["GET"],
-        summary="A session's state (OpenEnv's episode_id and step_count)",
-    )
-    app.add_api_route(
-        "/sessions",
-        endpoints.open_session,
-        methods=["POST"],
-        summary="Open a session: make its env, without a reset",
-    )
-    app.add_api_route(
-        "/sessions/{session_id}",
-        endpoints.close_session,
-        methods=["DELETE"],
-        summary="Close a session and its env",
-    )
-    app.add_api_route(
-        "/health",
-        endpoints.health,
-        methods=["GET"],
-        summary="Whether the server is up, and its sessions",
-    )
-    app.add_api_route(
-        "/schema",
-        endpoints.schema,
-        methods=["GET"],
-        summary="JSON schemas of the action, the observation and the state",
-    )
-    app.add_api_route(
-        "/metadata", endpoints.metadata, methods=["GET"], summary="What this server is"
-    )
-    app.add_api_route(
-        "/envs", endpoints.envs, methods=["GET"], summary="Every env id a reset may name"
-    )
+    # OpenEnv's HTTP form, then its WebSocket form
+    for method, path, handler, summary in (
+        (
+            "POST",
+            "/reset",
+            endpoints.reset,
+            "Open a session and start an episode (or a new one in a session)",
+        ),
+        ("POST", "/step", endpoints.step, "Play one reply in a session's episode"),
+        (
+            "GET",
+            "/state",
+            endpoints.state,
+            "A session's state (OpenEnv's episode_id and step_count)",
+        ),
+        (
+            "POST",
+            "/sessions",
+            endpoints.open_session,
+            "Open a session: make its env, without a reset",
+        ),
+        (
+            "DELETE",
+            "/sessions/{session_id}",
+            endpoints.close_session,
+            "Close a session and its env",
+        ),
+        ("GET", "/health", endpoints.health, "Whether the server is up, and its sessions"),
+        (
+            "GET",
+            "/schema",
+            endpoints.schema,
+            "JSON schemas of the action, the observation and the state",
+        ),
+        ("GET", "/metadata", endpoints.metadata, "What this server is"),
+        ("GET", "/envs", endpoints.envs, "Every env id a reset may name"),
+    ):
+        app.add_api_route(path, handler, methods=[method], summary=summary)
     app.add_api_websocket_route("/ws", endpoints.play)
     return app
 

@@ -61,11 +61,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any, Literal
 
 from trainer.lazy_reference import load_reference
-from trainer.name_choices import unknown_name_message
+from trainer.named_registry import NamedRegistry
 
 Granularity = Literal["episode", "turn", "token"]
 
@@ -112,10 +111,10 @@ _CREDIT = "trainer.credit"
 
 #: ``algorithm.name`` when a config gives none.
 DEFAULT_ALGORITHM = "starpo"
-_registry: dict[str, AlgorithmSpec] = {}
+_registry = NamedRegistry[AlgorithmSpec]("algorithm", UnknownAlgorithmError)
 
 #: Every registered estimator by name, in registration order (a read-only view).
-ALGORITHMS: Mapping[str, AlgorithmSpec] = MappingProxyType(_registry)
+ALGORITHMS: Mapping[str, AlgorithmSpec] = _registry.view
 
 
 def register_algorithm(spec: AlgorithmSpec, *, replace: bool = False) -> AlgorithmSpec:
@@ -131,14 +130,7 @@ def register_algorithm(spec: AlgorithmSpec, *, replace: bool = False) -> Algorit
     Raises:
         ValueError: the name is empty, or taken and ``replace`` is false.
     """
-    if not spec.name or spec.name != spec.name.strip():
-        raise ValueError(f"an algorithm needs a name without surrounding spaces, got {spec.name!r}")
-    if spec.name in _registry and not replace:
-        raise ValueError(
-            f"algorithm {spec.name!r} is already registered; pass replace=True to replace it"
-        )
-    _registry[spec.name] = spec
-    return spec
+    return _registry.add(spec, replace=replace)
 
 
 def unregister_algorithm(name: str) -> AlgorithmSpec:
@@ -150,7 +142,7 @@ def unregister_algorithm(name: str) -> AlgorithmSpec:
     Returns:
         The spec that was registered.
     """
-    return _registry.pop(algorithm_spec(name).name)
+    return _registry.remove(name)
 
 
 def algorithm_spec(name: str) -> AlgorithmSpec:
@@ -166,10 +158,7 @@ def algorithm_spec(name: str) -> AlgorithmSpec:
         UnknownAlgorithmError: no estimator has that name; the message lists those that do
             and the closest.
     """
-    spec = _registry.get(name)
-    if spec is None:
-        raise UnknownAlgorithmError(unknown_name_message(name, list(_registry)))
-    return spec
+    return _registry.get(name)
 
 
 for _spec in (
