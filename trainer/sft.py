@@ -272,7 +272,9 @@ class OracleSFT:
         return saved
 
     def close(self) -> None:
+        """Closes the metrics and the strategy (a distributed one's train workers end)."""
         self.metrics.close()
+        self.strategy.close()
 
 
 def supervised_warm_start(
@@ -346,11 +348,11 @@ def supervised_warm_start(
             if next_eval_s is not None and clock.elapsed_s() >= next_eval_s:
                 evaluate()
                 next_eval_s = clock.elapsed_s() + every_s
+        if limit_s is not None and not sft.finished and not (stop is not None and stop.requested):
+            sft.finished = True  # its time is up: what it learned is the warm start
+        folder = sft.save(sft_dir(config))
     finally:
-        sft.close()
-    if limit_s is not None and not sft.finished and not (stop is not None and stop.requested):
-        sft.finished = True  # its time is up: what it learned is the warm start
-    folder = sft.save(sft_dir(config))
+        sft.close()  # its train workers too, before RL starts its own
     if sft.finished:
         sft.log(f"Warm start done: {sft.episodes_seen} oracle episodes, {sft.step} steps.")
     else:
