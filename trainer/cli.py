@@ -15,6 +15,8 @@ Subcommands:
   leaderboard suite, every episode stored; ``--env ENV`` instead: a run's held-out seeds.
 * ``roll-agent leaderboard serve|export``: the results database as a web page.
 * ``roll-agent serve``: a model behind an OpenAI-compatible API.
+* ``roll-agent config [KEY] [--env ENV]``: every training config field, with its description,
+  default and allowed values (and a run's values).
 
 Every subcommand imports what it needs inside its handler, so ``roll-agent envs`` never imports
 torch or Ray. Mistakes a user can make (an unknown env id, a bad option value, a missing extra)
@@ -48,6 +50,7 @@ from trainer.cli_arguments import (
     non_negative_int,
     positive_int,
 )
+from trainer.config_command import add_config_command
 from trainer.env_commands import add_env_commands
 from trainer.eval_commands import add_eval_command, add_leaderboard_command
 from trainer.extras import INSTALL_COMMANDS, MissingExtraError, require_extra
@@ -83,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_leaderboard_command(commands)
     _add_serve_command(commands)
     add_serve_env_command(commands)
+    add_config_command(commands)
     return parser
 
 

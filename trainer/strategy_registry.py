@@ -93,12 +93,11 @@ class MemoryLayout:
     Attributes:
         splits_state_over: ``nothing`` (one process holds it all), ``workers`` (sharded over
             ``train.workers``, data parallel) or ``model_parallel`` (split over
-            ``train.tensor_parallel × train.pipeline_parallel``; activations too, by
-            ``tensor_parallel``).
-        zero_stage_setting: ``train.zero_stage`` chooses what is sharded (ZeRO's stages);
-            otherwise weights, gradients and optimizer state all are.
+            ``train.megatron.tensor_parallel``; activations too).
+        zero_stage_setting: ``train.deepspeed.zero_stage`` chooses what is sharded (ZeRO's
+            stages); otherwise weights, gradients and optimizer state all are.
         gathers_one_layer: sharded weights are all-gathered one layer at a time for compute.
-        offloads: ``train.offload_optimizer`` and ``train.offload_params`` apply.
+        offloads: ``train.deepspeed.offload_optimizer`` and ``offload_params`` apply.
         scale_advice: what to change when the state does not fit (``{workers}``: their count).
     """
 
@@ -238,7 +237,7 @@ for _spec in (
         "deepspeed",
         f"{_GROUPS}:build_deepspeed_group",
         "a Ray group of train workers sharding the update with DeepSpeed ZeRO "
-        "(--set train.zero_stage=1|2|3)",
+        "(--set train.deepspeed.zero_stage=1|2|3)",
         in_process=False,
         # DeepSpeed compiles its C++ ops when first used, not at install
         requires=Requirement(
@@ -262,7 +261,7 @@ for _spec in (
         worker_policy="trainer.strategies.megatron_strategy:MegatronStrategy",
         memory=MemoryLayout(
             "model_parallel",
-            scale_advice="raise train.tensor_parallel or train.pipeline_parallel",
+            scale_advice="raise train.megatron.tensor_parallel",
         ),
     ),
 ):

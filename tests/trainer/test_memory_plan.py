@@ -175,7 +175,7 @@ def test_check_fits_refuses_with_the_numbers_and_a_knob(tiny):
 def test_check_fits_names_the_knob_of_the_biggest_term(tiny):
     wide = LlamaConfig(vocab_size=100, hidden_size=512, intermediate_size=2048, num_hidden_layers=8)
     optimizer_bound = plan_memory(wide, strategy="deepspeed", micro_batch_tokens=16)
-    with pytest.raises(ConfigError, match="train.offload_optimizer=true"):
+    with pytest.raises(ConfigError, match="train.deepspeed.offload_optimizer=true"):
         check_fits(optimizer_bound, available=2**20)
     layer_bound = plan_memory(wide, micro_batch_tokens=65536)  # many layers, small vocabulary
     with pytest.raises(ConfigError, match="; set train.activation_checkpointing=true or lower"):

@@ -130,8 +130,14 @@ def test_torch_with_more_than_one_worker_is_refused():
     ("override", "message"),
     [
         ("train.strategy=fsdp3", "train.strategy: Input should be 'torch', 'fsdp2', 'deepspeed'"),
-        ("train.zero_stage=4", "train.zero_stage: Input should be less than or equal to 3"),
-        ("train.zero_stage=0", "train.zero_stage: Input should be greater than or equal to 1"),
+        (
+            "train.deepspeed.zero_stage=4",
+            "train.deepspeed.zero_stage: Input should be less than or equal to 3",
+        ),
+        (
+            "train.deepspeed.zero_stage=0",
+            "train.deepspeed.zero_stage: Input should be greater than or equal to 1",
+        ),
         ("train.workers=0", "train.workers: Input should be greater than 0"),
     ],
 )
@@ -166,16 +172,11 @@ def test_megatron_without_a_gpu_says_what_it_needs():
         (["model.lora={r: 8}"], "megatron does not train LoRA adapters: drop model.lora"),
         (["train.mixed_precision=true"], "drop train.mixed_precision or use .*fsdp2"),
         (
-            ["train.pipeline_parallel=2", "train.context_parallel=2"],
-            r"tensor and data parallelism only for now \(train.pipeline_parallel=2, "
-            r"train.context_parallel=2; allowed: 1\)",
-        ),
-        (
-            ["train.workers=3", "train.tensor_parallel=2"],
-            "train.workers=3 is not a multiple of train.tensor_parallel=2",
+            ["train.workers=3", "train.megatron.tensor_parallel=2"],
+            "train.workers=3 is not a multiple of train.megatron.tensor_parallel=2",
         ),
     ],
-    ids=["lora", "mixed-precision", "parallel-sizes", "tensor-groups"],
+    ids=["lora", "mixed-precision", "tensor-groups"],
 )
 def test_what_megatron_does_not_train_yet_is_refused_in_one_line(overrides, message):
     if importlib.util.find_spec("megatron") is None:

@@ -140,18 +140,11 @@ def check_megatron(config: Config) -> None:
             "train.strategy=megatron trains in the model's own dtype: drop "
             "train.mixed_precision or use train.strategy=fsdp2"
         )
-    sizes = {name: getattr(train, name) for name in ("pipeline_parallel", "context_parallel")}
-    if any(size != 1 for size in sizes.values()):
-        given = ", ".join(f"train.{name}={size}" for name, size in sizes.items() if size != 1)
+    tensor_parallel = train.megatron.tensor_parallel
+    if train.workers % tensor_parallel:
         raise ConfigError(
-            f"train.strategy=megatron trains with tensor and data parallelism only for now "
-            f"({given}; allowed: 1); the weight conversion already splits pipeline stages "
-            "(trainer/strategies/megatron_weights.py)"
-        )
-    if train.workers % train.tensor_parallel:
-        raise ConfigError(
-            f"train.workers={train.workers} is not a multiple of train.tensor_parallel="
-            f"{train.tensor_parallel}: the workers form groups of tensor_parallel"
+            f"train.workers={train.workers} is not a multiple of train.megatron.tensor_parallel="
+            f"{tensor_parallel}: the workers form groups of tensor_parallel"
         )
     if resolve_device(train.device).type != "cuda":
         raise ConfigError(

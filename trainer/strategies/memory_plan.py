@@ -10,9 +10,9 @@ training dtype (4: float32) and ``N`` tokens per micro-batch:
 * Sharding, as each strategy's registered ``MemoryLayout`` says: ``torch`` holds all three;
   ``fsdp2`` divides them by ``workers``; ``deepspeed`` ZeRO-1 divides the optimizer, ZeRO-2
   also the gradients, ZeRO-3 also the parameters; ``megatron`` divides all three by
-  ``tensor_parallel * pipeline_parallel``. Where parameters are sharded and gathered a layer at
-  a time (fsdp2, ZeRO-3), the largest decoder layer is added unsharded: the all-gather buffer
-  of the layer being computed.
+  ``tensor_parallel * pipeline_parallel`` (the trainer runs one pipeline stage). Where
+  parameters are sharded and gathered a layer at a time (fsdp2, ZeRO-3), the largest decoder
+  layer is added unsharded: the all-gather buffer of the layer being computed.
 * DeepSpeed offload: ``offload_optimizer`` moves the optimizer state to host memory,
   ``offload_params`` (ZeRO-3) the parameter partition; the bytes moved are ``offloaded``, in
   host memory, and not in ``total`` (the device's bytes). Only the device is checked.
@@ -176,8 +176,10 @@ def plan_memory(
 
     Args:
         model_config: the model's Hugging Face config; no weights are loaded.
-        strategy, workers, zero_stage, offload_optimizer, offload_params, mixed_precision,
-            activation_checkpointing, tensor_parallel, pipeline_parallel: as ``train.*``.
+        strategy, workers, mixed_precision, activation_checkpointing: as ``train.*``.
+        zero_stage, offload_optimizer, offload_params: as ``train.deepspeed.*``.
+        tensor_parallel: as ``train.megatron.tensor_parallel``.
+        pipeline_parallel: pipeline stages (the trainer runs one; the plan counts more).
         micro_batch_tokens: tokens per forward and backward (``optim.micro_batch_tokens``).
         dtype: the training dtype of weights, gradients and AdamW state.
         lora: train adapters only (``model.lora``).
@@ -204,11 +206,9 @@ def plan_memory(
     layout = _memory_layout(strategy)
     if (offload_optimizer or offload_params) and not layout.offloads:
         offloading = [name for name, spec in STRATEGIES.items() if spec.memory.offloads]
-        raise ConfigError(
-            f"train.offload_optimizer and train.offload_params need {' or '.join(offloading)}"
-        )
+        raise ConfigError(f"offloading needs train.strategy={' or '.join(offloading)}")
     if offload_params and zero_stage != 3:
-        raise ConfigError("train.offload_params needs train.zero_stage=3")
+        raise ConfigError("train.deepspeed.offload_params needs train.deepspeed.zero_stage=3")
     total, trainable, largest_layer = _counts(model_config, lora)
     h, n_layers = model_config.hidden_size, model_config.num_hidden_layers
     reference_bytes = total * dtype.itemsize if reference and lora is None else 0
@@ -248,16 +248,16 @@ def plan_memory(
         first = checkpointing_saves // tp >= activations // 2
         knobs.insert(0 if first else 1, "set train.activation_checkpointing=true")
     advice = {
-        "parameters": more if zero == 3 else "use train.zero_stage=3",
-        "gradients": (more if zero >= 2 else "use train.zero_stage=2") + lora_hint,
+        "parameters": more if zero == 3 else "use train.deepspeed.zero_stage=3",
+        "gradients": (more if zero >= 2 else "use train.deepspeed.zero_stage=2") + lora_hint,
         "optimizer": more + lora_hint,
         "activations": " or ".join(knobs),
         "reference": "set model.lora (its base model is the reference) or algorithm.kl_coef=0",
     }
     if layout.offloads:
-        advice["optimizer"] = "set train.offload_optimizer=true or " + advice["optimizer"]
+        advice["optimizer"] = "set train.deepspeed.offload_optimizer=true or " + advice["optimizer"]
         if zero == 3:
-            advice["parameters"] = "set train.offload_params=true or " + more
+            advice["parameters"] = "set train.deepspeed.offload_params=true or " + more
     return MemoryPlan(
         strategy=strategy,
         workers=workers,
@@ -287,13 +287,12 @@ def plan_for_config(config: Config, model_config: Any) -> MemoryPlan:
         workers=train.workers,
         micro_batch_tokens=config.optim.micro_batch_tokens,
         lora=config.model.lora,
-        zero_stage=train.zero_stage,
-        offload_optimizer=train.offload_optimizer,
-        offload_params=train.offload_params,
+        zero_stage=train.deepspeed.zero_stage,
+        offload_optimizer=train.deepspeed.offload_optimizer,
+        offload_params=train.deepspeed.offload_params,
         mixed_precision=train.mixed_precision and STRATEGIES[train.strategy].mixed_precision,
         activation_checkpointing=train.activation_checkpointing,
-        tensor_parallel=train.tensor_parallel,
-        pipeline_parallel=train.pipeline_parallel,
+        tensor_parallel=train.megatron.tensor_parallel,
         value_head=ALGORITHMS[config.algorithm.name].needs_critic,
         reference=config.algorithm.kl_coef > 0,
     )

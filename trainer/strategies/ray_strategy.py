@@ -237,22 +237,23 @@ def build_fsdp2_group(request: StrategyRequest) -> RayStrategy:
 
 
 def build_deepspeed_group(request: StrategyRequest) -> RayStrategy:
-    """Train workers sharding the update with DeepSpeed ZeRO (``train.zero_stage``, offload)."""
-    train = request.config.train
+    """Train workers sharding the update with DeepSpeed ZeRO (``train.deepspeed``)."""
+    options = request.config.train.deepspeed
     return build_worker_group(
         request,
-        zero_stage=train.zero_stage,
-        offload_optimizer=train.offload_optimizer,
-        offload_params=train.offload_params,
+        zero_stage=options.zero_stage,
+        offload_optimizer=options.offload_optimizer,
+        offload_params=options.offload_params,
     )
 
 
 def build_megatron_group(request: StrategyRequest) -> RayStrategy:
-    """Train workers in groups of ``train.tensor_parallel`` (Megatron-core, CUDA GPUs)."""
+    """Train workers in groups of ``train.megatron.tensor_parallel`` (Megatron-core, CUDA
+    GPUs)."""
     train = request.config.train
     return build_worker_group(
         request,
-        workers_per_part=train.tensor_parallel,
+        workers_per_part=train.megatron.tensor_parallel,
         seed=train.seed,
-        tensor_parallel=train.tensor_parallel,
+        tensor_parallel=train.megatron.tensor_parallel,
     )

@@ -263,7 +263,7 @@ class DeepSpeedStrategy(ShardedStrategy):
         **options,
     ):
         if zero_stage not in (1, 2, 3):
-            raise ValueError(f"train.zero_stage must be 1, 2 or 3, got {zero_stage}")
+            raise ValueError(f"train.deepspeed.zero_stage must be 1, 2 or 3, got {zero_stage}")
         self.zero_stage = zero_stage
         self._offload_optimizer = offload_optimizer
         self._offload_params = offload_params
