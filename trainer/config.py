@@ -571,6 +571,15 @@ class TrainConfig(_Section):
             raise ValueError(str(error)) from None
 
     @model_validator(mode="after")
+    def _one_allocator(self) -> TrainConfig:
+        if self.allocator == "jemalloc" and self.return_freed_memory:
+            raise ValueError(
+                "train.return_freed_memory sets glibc's malloc, which train.allocator=jemalloc "
+                "replaces: set one of them"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _options_of_the_strategy(self) -> TrainConfig:
         for name in STRATEGY_OPTIONS:
             given = sorted(getattr(self, name).model_fields_set)
@@ -644,6 +653,12 @@ class RewardsConfig(_Section):
     sandbox_deadline_s: float = Field(60.0, gt=0.0)
     """The most seconds one sandbox request may take."""
 
+    @model_validator(mode="after")
+    def _worker_range(self) -> RewardsConfig:
+        if self.min_workers > self.max_workers:
+            raise ValueError("rewards.min_workers is larger than rewards.max_workers")
+        return self
+
 
 class Config(_Section):
     """Everything a run needs; ``roll-agent train`` builds one from a preset and overrides."""
@@ -670,7 +685,7 @@ class Config(_Section):
     """Reward workers: rule verifiers, sandboxes, LLM judges."""
 
     @model_validator(mode="after")
-    def _consistent(self) -> Config:
+    def _what_is_trained(self) -> Config:
         if self.model.trainable_layers is not None:
             if self.model.lora is not None:
                 raise ValueError(
@@ -691,6 +706,10 @@ class Config(_Section):
                 f"sft.max_minutes ({warm:g}) is the warm start's share of the whole run's "
                 f"train.max_minutes ({whole:g}): set it below, or sft.max_minutes=null"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _algorithm_rules(self) -> Config:
         algorithm = ALGORITHMS[self.algorithm.name]
         if algorithm.needs_full_context and self.env.context != "full":
             raise ValueError(
@@ -698,6 +717,26 @@ class Config(_Section):
                 + (" with a critic" if algorithm.needs_critic else "")
                 + ": set env.context=full"
             )
+        if self.algorithm.skip_zero_advantage:
+            other_terms = {
+                f"algorithm.name={algorithm.name} ("
+                + ("its critic's loss" if algorithm.needs_critic else "its loss uses every episode")
+                + ")": algorithm.needs_every_episode,
+                "algorithm.kl_coef > 0 with kl_mode=loss": self.algorithm.kl_coef > 0
+                and self.algorithm.kl_mode == "loss",
+            }
+            blocking = [name for name, on in other_terms.items() if on]
+            if blocking:
+                raise ValueError(
+                    "algorithm.skip_zero_advantage drops episodes that still have a loss term: "
+                    + ", ".join(blocking)
+                )
+        if self.algorithm.minibatches > self.env.group_size * self.env.groups_per_step:
+            raise ValueError("algorithm.minibatches is larger than the number of episodes per step")
+        return self
+
+    @model_validator(mode="after")
+    def _generation_rules(self) -> Config:
         gpu_engine = self.generation.backend in ("vllm", "sglang")
         if gpu_engine and self.rollout.mode == "ray" and self.rollout.generator_gpus <= 0:
             raise ValueError(
@@ -753,6 +792,10 @@ class Config(_Section):
                     "generation.dtype=bfloat16 samples from a rounded copy of the policy: set "
                     "algorithm.old_logprobs=recompute"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _rollout_mode_rules(self) -> Config:
         if self.env.curriculum is not None and self.rollout.mode != "local":
             raise ValueError(
                 "env.curriculum needs rollout.mode=local (the Ray env manager actors keep the "
@@ -763,34 +806,11 @@ class Config(_Section):
                 "algorithm.dynamic_sampling needs rollout.mode=local (the Ray rollouts do not "
                 "replace uniform groups yet)"
             )
-        if self.train.allocator == "jemalloc" and self.train.return_freed_memory:
-            raise ValueError(
-                "train.return_freed_memory sets glibc's malloc, which train.allocator=jemalloc "
-                "replaces: set one of them"
-            )
-        if self.rewards.min_workers > self.rewards.max_workers:
-            raise ValueError("rewards.min_workers is larger than rewards.max_workers")
         if self.rollout.mode == "local":
             ray_only = {"redundancy": 0, "async_generation_ratio": 0, "ray_address": None}
             for name, default in ray_only.items():
                 if getattr(self.rollout, name) != default:
                     raise ValueError(f"rollout.{name} needs rollout.mode=ray")
-        if self.algorithm.skip_zero_advantage:
-            other_terms = {
-                f"algorithm.name={algorithm.name} ("
-                + ("its critic's loss" if algorithm.needs_critic else "its loss uses every episode")
-                + ")": algorithm.needs_every_episode,
-                "algorithm.kl_coef > 0 with kl_mode=loss": self.algorithm.kl_coef > 0
-                and self.algorithm.kl_mode == "loss",
-            }
-            blocking = [name for name, on in other_terms.items() if on]
-            if blocking:
-                raise ValueError(
-                    "algorithm.skip_zero_advantage drops episodes that still have a loss term: "
-                    + ", ".join(blocking)
-                )
-        if self.algorithm.minibatches > self.env.group_size * self.env.groups_per_step:
-            raise ValueError("algorithm.minibatches is larger than the number of episodes per step")
         return self
 
 
@@ -901,7 +921,10 @@ def _format(error: ValidationError) -> str:
             if item["type"] in ("extra_forbidden", "value_error")
             else f" (got {item['input']!r})"
         )
-        lines.append(f"{where}: {message}{got}")
+        if item["type"] == "value_error" and message.startswith(f"{where}."):
+            lines.append(message)  # it names its own keys: no "train: train.x ..."
+        else:
+            lines.append(f"{where}: {message}{got}")
     return "; ".join(lines)
 
 

@@ -30,6 +30,7 @@ from environments.sokoban.puzzle import (
     DEFAULT_SYMBOLS,
     SYMBOL_MEANINGS,
     Puzzle,
+    move,
     offsets,
 )
 from environments.sokoban.solver import solve
@@ -232,16 +233,13 @@ class SokobanEnv(TextEnv):
         )
 
     def _move(self, action: int) -> tuple[float, bool]:
-        d = self._deltas[action]
-        to = self._player + d
         reward = self.step_reward
-        if self._walls[to]:
+        moved = move(self._walls, self._boxes, self._player, self._deltas[action])
+        if moved is None:
             return reward + self.blocked_move_reward, False
-        boxes = self._boxes
-        if to in boxes:
-            box_to = to + d
-            if self._walls[box_to] or box_to in boxes:
-                return reward + self.blocked_move_reward, False
+        to, box_to = moved
+        if box_to >= 0:
+            boxes = self._boxes
             boxes[boxes.index(to)] = box_to
             targets = self._targets
             if box_to in targets and to not in targets:

@@ -7,6 +7,7 @@ outer ring of cells is always wall, so a neighbour of a non-wall cell is always 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 ACTION_NAMES = ("Up", "Down", "Left", "Right")
@@ -18,6 +19,42 @@ SYMBOL_MEANINGS = ("wall", "floor", "target", "box on target", "box", "player", 
 def offsets(width: int) -> tuple[int, int, int, int]:
     """Cell offsets of the actions Up, Down, Left, Right."""
     return (-width, width, -1, 1)
+
+
+def move(walls: bytes, boxes: Sequence[int], player: int, delta: int) -> tuple[int, int] | None:
+    """Sokoban's one rule: the player steps by ``delta``, pushing the box there one cell on.
+
+    The env, the solver and :func:`~environments.sokoban.solver.apply_plan` all move by it.
+
+    Args:
+        walls: ``walls[cell]`` is 1 for a wall.
+        boxes: the boxes' cells.
+        player: the player's cell.
+        delta: the move's offset (one of :func:`offsets`).
+
+    Returns:
+        ``(to, box_to)``: the player's new cell and, if a box was pushed from ``to``, its new
+        cell (``-1``: nothing pushed); ``None`` when the move is blocked (a wall, or a box
+        against a wall or another box).
+
+    Example:
+        >>> walls = bytes([1, 1, 1, 1, 1,  1, 0, 0, 0, 1,  1, 1, 1, 1, 1])  # one row of 3
+        >>> move(walls, boxes=[7], player=6, delta=1)  # push the box from 7 to 8
+        (7, 8)
+        >>> move(walls, boxes=[8], player=7, delta=1) is None  # the box is against the wall
+        True
+        >>> move(walls, boxes=[8], player=6, delta=1)  # a plain step
+        (7, -1)
+    """
+    to = player + delta
+    if walls[to]:
+        return None
+    if to in boxes:
+        box_to = to + delta
+        if walls[box_to] or box_to in boxes:
+            return None
+        return to, box_to
+    return to, -1
 
 
 @dataclass(frozen=True)

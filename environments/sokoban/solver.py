@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from environments.sokoban.puzzle import Puzzle, live_cells, offsets
+from environments.sokoban.puzzle import Puzzle, live_cells, move, offsets
 
 State = tuple[int, tuple[int, ...]]
 
@@ -43,12 +43,12 @@ def solve(puzzle: Puzzle, max_moves: int | None = None) -> list[int] | None:
         for state in frontier:
             player, boxes = state
             for action, d in moves:
-                to = player + d
-                if walls[to]:
+                moved = move(walls, boxes, player, d)
+                if moved is None:
                     continue
-                if to in boxes:
-                    box_to = to + d
-                    if walls[box_to] or not live[box_to] or box_to in boxes:
+                to, box_to = moved
+                if box_to >= 0:
+                    if not live[box_to]:  # a box pushed onto a dead cell never reaches a target
                         continue
                     new_boxes = tuple(sorted([box_to if b == to else b for b in boxes]))
                     child = (to, new_boxes)
@@ -83,13 +83,10 @@ def apply_plan(puzzle: Puzzle, plan: list[int]) -> Puzzle:
     player, boxes = puzzle.player, list(puzzle.boxes)
     deltas = offsets(puzzle.width)
     for action in plan:
-        to = player + deltas[action]
-        if puzzle.walls[to]:
+        moved = move(puzzle.walls, boxes, player, deltas[action])
+        if moved is None:
             continue
-        if to in boxes:
-            box_to = to + deltas[action]
-            if puzzle.walls[box_to] or box_to in boxes:
-                continue
-            boxes[boxes.index(to)] = box_to
-        player = to
+        player, box_to = moved
+        if box_to >= 0:
+            boxes[boxes.index(player)] = box_to
     return replace(puzzle, player=player, boxes=tuple(sorted(boxes)))
