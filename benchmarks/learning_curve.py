@@ -146,9 +146,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         main_env=env_id,
     )
     pipeline = Pipeline(config)
-    greedy = Evaluator(config, pipeline.generator, pipeline.tokenizer)
+    greedy = Evaluator(config, pipeline.rollouts.generator, pipeline.tokenizer)
     sampled = Evaluator(
-        config, pipeline.generator, pipeline.tokenizer, temperature=config.sampling.temperature
+        config,
+        pipeline.rollouts.generator,
+        pipeline.tokenizer,
+        temperature=config.sampling.temperature,
     )
     budget = args.budget_minutes * 60
     clock = Stopwatch()

@@ -497,7 +497,7 @@ def run_arm(args: argparse.Namespace) -> int:
             preset, own = args.rl_only_preset, [f"train.output_dir={args.runs_dir / 'rl-only'}"]
         rl_config = load_config(preset, [*base_overrides(args), *own])
         pipeline = Pipeline(rl_config)
-        evaluate = Evaluator(rl_config, pipeline.generator, pipeline.tokenizer)
+        evaluate = Evaluator(rl_config, pipeline.rollouts.generator, pipeline.tokenizer)
         if arm == "RL only":  # its minute 0: the base model under the arm's own preset
             clock.pause()
             recorder.add(arm, clock.elapsed, evaluate(all_envs(args, args.eval_seeds)), rl_steps=0)

@@ -1,22 +1,26 @@
-"""The single controller: one training step is rollout -> log-probs -> advantages -> update -> sync.
+"""The single controller: one training step is roll out -> score -> assign credit -> filter ->
+update -> sync.
 
     for step in steps:
-        trajectories = env_manager.rollout(seeds of this step)       # groups share a seed
+        trajectories = rollouts.rollout(step)                        # groups share a seed
         old, ref     = strategy.sequence_logprobs(samples), strategy.reference_logprobs(samples)
         advantages   = assign_credit(trajectories, rewards, algorithm)
+        keep         = starpo_s_filter(...) & nonzero_advantage_filter(...)
         for epoch, minibatch: strategy.train_step(minibatch)        # PPO-clipped updates
-        generator.update_weights(strategy.inference_state_dict())  # weight sync (buckets on Ray)
+        rollouts.push_weights(strategy.inference_state_dict())      # weight sync
         metrics; every N steps: evaluation on held-out seeds, an atomic checkpoint
 
-Seeds and sampling randomness derive from ``(train.seed, step)``, so a resumed run samples
-exactly what an uninterrupted one would have. Ctrl-C finishes the current step, saves a
-checkpoint and stops; a second Ctrl-C stops at once.
-
-With ``rollout.mode: ray`` the rollout line runs on Ray instead
-(:class:`~trainer.rollout.ray_rollouts.RayRollouts`): env manager actors play every episode on
+``rollouts`` is a :class:`~trainer.rollout.rollouts.Rollouts`: with ``rollout.mode: local``
+a :class:`~trainer.local_rollouts.LocalRollouts` (one env manager in this process, in lockstep
+with the generator), with ``rollout.mode: ray`` a
+:class:`~trainer.rollout.ray_rollouts.RayRollouts` (env manager actors play every episode on
 its own against generator replicas, up to ``rollout.async_generation_ratio`` steps ahead of
-training. Group seeds follow the same order, but which replica samples what depends on timing,
-so a ray run is not reproduced sample for sample on resume.
+training).
+
+Seeds and sampling randomness derive from ``(train.seed, step)``, so a resumed local run samples
+exactly what an uninterrupted one would have; on Ray, which replica samples what depends on
+timing, so a Ray run is not reproduced sample for sample on resume. Ctrl-C finishes the current
+step, saves a checkpoint and stops; a second Ctrl-C stops at once.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import json
 import random
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,22 +42,19 @@ from trainer.batch import TokenBatch
 from trainer.checkpoint import checkpoint_step, latest_checkpoint, save_checkpoint
 from trainer.config import Config
 from trainer.credit import assign_credit, samples_of
-from trainer.curriculum import Curriculum
-from trainer.evaluation import GreedyEvaluation
 from trainer.evaluation_log import EvaluationLog
 from trainer.generation.from_config import (
     check_generation_backend,
     generator_for,
     sampling_params,
 )
+from trainer.local_rollouts import LocalRollouts
 from trainer.metrics import MetricsLogger
 from trainer.models import load_model, load_tokenizer
-from trainer.rollout.env_manager import EnvManager
-from trainer.rollout.metrics import rollout_metrics
+from trainer.rollout.rollouts import Rollouts
 from trainer.rollout.trajectory import Trajectory
 from trainer.run_clock import RunClock
 from trainer.run_view import Phase, PlainRunView, RunView, format_duration
-from trainer.seeds import step_seeds
 from trainer.sft import WARM_START, WarmStartState, planned_sft_steps, supervised_warm_start
 from trainer.stop_request import RunStopped, StopRequest
 from trainer.strategies import STRATEGIES
@@ -62,10 +63,22 @@ from trainer.strategies.frozen_layers import check_trainable_layers
 
 if TYPE_CHECKING:
     from trainer.rewards.pool import RewardPool
-    from trainer.rollout.ray_rollouts import RayRollouts
 
 
 RL = "RL"
+
+
+@dataclass
+class _Scores:
+    """A step's trajectories as the update reads them, one row a sample (a turn's tokens)."""
+
+    sequences: list[list[int]]
+    masks: list[torch.Tensor]
+    old_logprobs: list[torch.Tensor]
+    values: list[torch.Tensor] | None
+    ref_logprobs: list[torch.Tensor] | None
+    rewards: torch.Tensor  # one return an episode
+    owner_of_sample: list[int]  # the episode of each row
 
 
 def _skipped_text(metrics: dict[str, float]) -> str:
@@ -168,18 +181,6 @@ def plan_text(config: Config, phases: list[Phase]) -> str:
     return text + "."
 
 
-def _informative_groups(trajectories: list[Trajectory]) -> list[list[Trajectory]]:
-    """The groups (in order of first appearance) whose episode returns are not all equal."""
-    groups: dict[int, list[Trajectory]] = {}
-    for trajectory in trajectories:
-        groups.setdefault(trajectory.group_id, []).append(trajectory)
-    return [
-        group
-        for group in groups.values()
-        if max(t.episode_return for t in group) - min(t.episode_return for t in group) > 1e-9
-    ]
-
-
 class Pipeline:
     """Trains a policy in one env with one algorithm, as ``config`` says.
 
@@ -226,6 +227,7 @@ class Pipeline:
         if not resume:  # this run's curve only (the CLI refuses a folder holding another run)
             self.evaluation_log.truncate(WARM_START, -1)
         self.stopped_early = False
+        self._closed = False
         torch.manual_seed(config.train.seed)
         random.seed(config.train.seed)
         np.random.seed(config.train.seed % 2**32)
@@ -264,9 +266,7 @@ class Pipeline:
         )
         if config.optim.moments_from is not None:
             self.strategy.load_optimizer_moments(Path(config.optim.moments_from))
-        self.eval_sampling = replace(self.sampling, temperature=0.0)  # greedy
-        self.evaluation: GreedyEvaluation | None = None
-        self.rollouts: RayRollouts | None = None
+        self.rollouts: Rollouts
         if config.rollout.mode == "ray":
             from trainer.rollout.ray_rollouts import RayRollouts
 
@@ -275,23 +275,15 @@ class Pipeline:
                 config, model_name, self.tokenizer, self.sampling, reward_pool=self.reward_pool
             )
             self.rollouts.push_weights(self.strategy.inference_state_dict(), version=0)
-        else:
-            self.generator = generator_for(config, generator_model, self.tokenizer, device)
-            self.manager = EnvManager.from_config(
+        else:  # the generator starts from a copy of the policy: its weights are current
+            self.rollouts = LocalRollouts(
                 config,
                 self.tokenizer,
-                self.generator,
-                config.env.group_size,
+                generator_for(config, generator_model, self.tokenizer, device),
                 self.sampling,
                 reward_pool=self.reward_pool,
+                log=self._log,
             )
-            self.evaluation = GreedyEvaluation(
-                config, self.tokenizer, self.generator, reward_pool=self.reward_pool
-            )
-        self.curriculum: Curriculum | None = None
-        if config.env.curriculum is not None:
-            knob = config.env.curriculum.kwarg
-            self.curriculum = Curriculum(config.env.curriculum, start=config.env.kwargs[knob])
         self.step = 0
         newest = latest_checkpoint(self.run_dir) if resume else None
         self.metrics = MetricsLogger(
@@ -371,79 +363,65 @@ class Pipeline:
         return str(state.checkpoint / "model")
 
     # ------------------------------------------------------------------ one step
-    def _resample_uniform_groups(
-        self, step: int, first: list[Trajectory]
-    ) -> tuple[list[Trajectory], list[Trajectory], dict[str, float]]:
-        """Dynamic sampling (ROLL, DAPO): drops the groups whose returns are all equal (no
-        advantage to learn from) and rolls out new groups, with new seeds, in their place, up
-        to ``dynamic_sampling_max_rounds`` extra rounds.
-
-        Returns:
-            The trajectories to train on (at most ``groups_per_step`` informative groups; the
-            first round's when no group differs, as without dynamic sampling), every
-            trajectory generated, and the metrics.
-        """
-        config = self.config
-        wanted = config.env.groups_per_step
-        generated = list(first)
-        informative = _informative_groups(first)
-        rounds, next_id = 0, max(t.group_id for t in first) + 1
-        while len(informative) < wanted and rounds < config.algorithm.dynamic_sampling_max_rounds:
-            rounds += 1
-            missing = wanted - len(informative)
-            seeds = step_seeds(config.train.seed, step, missing, resample=rounds)
-            more = self.manager.rollout(seeds, group_ids=list(range(next_id, next_id + missing)))
-            next_id += missing
-            generated += more
-            informative += _informative_groups(more)
-        kept = [t for group in informative[:wanted] for t in group]
-        groups_generated = len({t.group_id for t in generated})
-        metrics = {
-            "train/dynamic_sampling_rounds": float(rounds),
-            "train/uniform_groups_dropped": float(groups_generated - len(informative)),
-            "train/informative_groups": float(min(len(informative), wanted)),
-        }
-        return (kept or first), generated, metrics
-
     def train_step(self) -> dict[str, float]:
-        """Runs step ``self.step + 1`` and returns its metrics."""
-        config, algorithm = self.config, self.config.algorithm
+        """Runs step ``self.step + 1`` and returns its metrics: roll out, score, assign credit,
+        filter, update, sync the weights."""
+        algorithm = self.config.algorithm
         step = self.step + 1
         timings: dict[str, float] = {}
         clock = time.perf_counter()
-
-        sampling_metrics: dict[str, float] = {}
-        if self.rollouts is not None:
-            trajectories = generated = self.rollouts.rollout(step, version=self.step)
-        else:
-            seeds = step_seeds(config.train.seed, step, config.env.groups_per_step)
-            self.manager.sampling = replace(
-                self.manager.sampling, seed=hash((config.train.seed, step)) % 2**31
-            )
-            trajectories = generated = self.manager.rollout(
-                seeds, group_ids=list(range(len(seeds)))
-            )
-            if algorithm.dynamic_sampling:
-                trajectories, generated, sampling_metrics = self._resample_uniform_groups(
-                    step, trajectories
-                )
-            if config.generation.offload:  # the GPU to the update; the weight sync wakes it
-                self.generator.offload()
+        played = self.rollouts.rollout(step, version=self.step)
         timings["time/rollout"] = time.perf_counter() - clock
         # an episode the reward workers could not score has no return to learn from
-        unscored = [t for t in trajectories if t.unscored is not None]
-        trajectories = [t for t in trajectories if t.unscored is None]
+        trajectories = [t for t in played if t.unscored is None]
+        unscored = {"train/unscored_episodes": float(len(played) - len(trajectories))}
         if not trajectories:
             self.step = step
-            reason = unscored[0].unscored
+            reason = played[0].unscored
             self._log(f"step {step}: every episode was unscored ({reason}); no update")
-            return {
-                **rollout_metrics(generated, "rollout"),
-                **timings,
-                "train/unscored_episodes": float(len(unscored)),
-            }
+            return {**self.rollouts.metrics(), **timings, **unscored}
 
         clock = time.perf_counter()
+        scores = self._score(trajectories)
+        timings["time/logprobs"] = time.perf_counter() - clock
+        credit = assign_credit(trajectories, scores.rewards, algorithm, scores.values)
+        keep, filter_metrics = self._keep(trajectories, scores, credit.advantages)
+        rows = [row for row, owner in enumerate(scores.owner_of_sample) if keep[owner]]
+        batch = TokenBatch(
+            token_ids=scores.sequences,
+            loss_mask=scores.masks,
+            advantages=credit.advantages,
+            old_logprobs=scores.old_logprobs,
+            ref_logprobs=scores.ref_logprobs,
+            old_values=scores.values,
+            returns=credit.returns,
+        ).select(rows)
+
+        clock = time.perf_counter()
+        update_metrics = self._update(batch, step)
+        timings["time/update"] = time.perf_counter() - clock
+        clock = time.perf_counter()
+        self._sync_weights(version=step)
+        timings["time/weight_sync"] = time.perf_counter() - clock
+        self.step = step
+        trained = torch.cat(
+            [a[m > 0] for a, m in zip(credit.advantages, scores.masks, strict=True)]
+        )
+        return {
+            **self.rollouts.metrics(),
+            **filter_metrics,
+            **unscored,
+            **update_metrics,
+            **timings,
+            "train/kept_episodes": float(keep.float().mean()),
+            "train/advantage_abs_mean": float(trained.abs().mean()),
+        }
+
+    def _score(self, trajectories: list[Trajectory]) -> _Scores:
+        """The trajectories' tokens with the log-probs they were sampled with (recomputed, or
+        the generator's), the critic's values, the reference's log-probs and the returns
+        (less the KL to the reference with ``kl_mode=reward``)."""
+        algorithm = self.config.algorithm
         samples = samples_of(trajectories)
         sequences = [s.token_ids for s in samples]
         masks = [torch.tensor(s.loss_mask, dtype=torch.float32) for s in samples]
@@ -458,49 +436,47 @@ class Pipeline:
         ref_logprobs = None
         if algorithm.kl_coef > 0:
             ref_logprobs = self.strategy.reference_logprobs(sequences, masks)
-        timings["time/logprobs"] = time.perf_counter() - clock
-
+        owner_of_sample = [i for i, t in enumerate(trajectories) for _ in t.samples]
         rewards = torch.tensor([t.episode_return for t in trajectories], dtype=torch.float32)
         if ref_logprobs is not None and algorithm.kl_mode == "reward":
             # KL(pi || ref) summed over each episode's sampled tokens, charged to its return
-            index = 0
-            for i, trajectory in enumerate(trajectories):
-                for _ in trajectory.samples:
-                    kl = kl_penalty(
-                        old_logprobs[index], ref_logprobs[index], algorithm.kl_estimator
-                    )
-                    rewards[i] -= algorithm.kl_coef * float((kl * masks[index]).sum())
-                    index += 1
-        credit = assign_credit(trajectories, rewards, algorithm, values)
+            for row, owner in enumerate(owner_of_sample):
+                kl = kl_penalty(old_logprobs[row], ref_logprobs[row], algorithm.kl_estimator)
+                rewards[owner] -= algorithm.kl_coef * float((kl * masks[row]).sum())
+        return _Scores(
+            sequences, masks, old_logprobs, values, ref_logprobs, rewards, owner_of_sample
+        )
 
+    def _keep(
+        self, trajectories: list[Trajectory], scores: _Scores, advantages: list[torch.Tensor]
+    ) -> tuple[torch.Tensor, dict[str, float]]:
+        """Which episodes the update trains on: StarPO-S's most varied groups
+        (``algorithm.starpo_s_keep``), without the episodes whose advantage is 0 everywhere
+        (``algorithm.skip_zero_advantage``); and how many each filter dropped."""
+        algorithm = self.config.algorithm
         keep = torch.ones(len(trajectories), dtype=torch.bool)
         if algorithm.starpo_s_keep is not None:
             group_ids = torch.tensor([t.group_id for t in trajectories])
-            keep = starpo_s_filter(rewards, group_ids, keep_fraction=algorithm.starpo_s_keep)
-        owner_of_sample = [i for i, t in enumerate(trajectories) for _ in t.samples]
+            keep = starpo_s_filter(scores.rewards, group_ids, keep_fraction=algorithm.starpo_s_keep)
         kept_before_zero_filter = int(keep.sum())
         if algorithm.skip_zero_advantage:
             keep &= nonzero_advantage_filter(
-                credit.advantages, masks, owner_of_sample, num_trajectories=len(trajectories)
+                advantages,
+                scores.masks,
+                scores.owner_of_sample,
+                num_trajectories=len(trajectories),
             )
-        filter_metrics = {
+        return keep, {
             "train/starpo_s_dropped_episodes": float(len(trajectories) - kept_before_zero_filter),
             "train/zero_advantage_episodes": float(kept_before_zero_filter - int(keep.sum())),
         }
-        sample_rows = [row for row, owner in enumerate(owner_of_sample) if keep[owner]]
-        batch = TokenBatch(
-            token_ids=sequences,
-            loss_mask=masks,
-            advantages=credit.advantages,
-            old_logprobs=old_logprobs,
-            ref_logprobs=ref_logprobs,
-            old_values=values,
-            returns=credit.returns,
-        ).select(sample_rows)
 
-        clock = time.perf_counter()
-        update_metrics: dict[str, float] = {}
-        order_rng = random.Random(f"{config.train.seed}-{step}-minibatches")
+    def _update(self, batch: TokenBatch, step: int) -> dict[str, float]:
+        """``algorithm.ppo_epochs`` passes over the batch in ``algorithm.minibatches`` shuffled
+        parts, an optimizer step each; the update metrics averaged over them."""
+        algorithm = self.config.algorithm
+        totals: dict[str, float] = {}
+        order_rng = random.Random(f"{self.config.train.seed}-{step}-minibatches")
         updates = 0
         for _ in range(algorithm.ppo_epochs):
             order = list(range(len(batch)))
@@ -509,78 +485,23 @@ class Pipeline:
                 if len(part) == 0:
                     continue
                 for name, value in self.strategy.train_step(batch.select(part.tolist())).items():
-                    update_metrics[name] = update_metrics.get(name, 0.0) + value
+                    totals[name] = totals.get(name, 0.0) + value
                 updates += 1
-        update_metrics = {k: v / max(updates, 1) for k, v in update_metrics.items()}
-        timings["time/update"] = time.perf_counter() - clock
-
-        clock = time.perf_counter()
-        self._sync_weights(version=step)
-        timings["time/weight_sync"] = time.perf_counter() - clock
-
-        self.step = step
-        played = rollout_metrics(generated, "rollout")
-        metrics = {
-            **played,
-            **self._advance_curriculum(played["rollout/success"]),
-            **(self.rollouts.metrics() if self.rollouts is not None else {}),
-            **filter_metrics,
-            **sampling_metrics,
-            "train/unscored_episodes": float(len(unscored)),
-            **update_metrics,
-            **timings,
-            "train/kept_episodes": float(keep.float().mean()),
-            "train/advantage_abs_mean": float(
-                torch.cat([a[m > 0] for a, m in zip(credit.advantages, masks, strict=True)])
-                .abs()
-                .mean()
-            ),
-        }
-        return metrics
-
-    def _advance_curriculum(self, success: float) -> dict[str, float]:
-        """Gives the step's sampled success to the curriculum; when it raises its kwarg, the
-        training envs are made again with the new value (from the next step on).
-
-        Returns:
-            ``curriculum/<kwarg>``: the value this step's episodes were played with.
-        """
-        if self.curriculum is None:
-            return {}
-        played_with = self.curriculum.value
-        raised = self.curriculum.observe(success)
-        if raised is not None:
-            self._set_curriculum_level(raised)
-            self._log(f"step {self.step}: curriculum raised {self.curriculum.kwarg} to {raised}")
-        return {f"curriculum/{self.curriculum.kwarg}": float(played_with)}
-
-    def _set_curriculum_level(self, value: int) -> None:
-        assert self.curriculum is not None
-        self.manager.close()  # its envs were made with the old value
-        self.manager.env_kwargs[self.curriculum.kwarg] = value
+        return {name: total / max(updates, 1) for name, total in totals.items()}
 
     def evaluate(self) -> dict[str, float]:
         """Greedy episodes on the held-out seeds ``0 .. eval_groups - 1``."""
-        if self.evaluation is not None:
-            return self.evaluation()
-        assert self.rollouts is not None
-        seeds = list(range(self.config.train.eval_groups))
-        trajectories = self.rollouts.evaluate(seeds, self.eval_sampling, version=self.step)
-        return rollout_metrics(trajectories, "eval")
+        return self.rollouts.evaluate(version=self.step)
 
     def _sync_weights(self, version: int) -> None:
-        state = self.strategy.inference_state_dict()
-        if self.rollouts is not None:
-            self.rollouts.push_weights(state, version)
-        else:
-            self.generator.update_weights(state)
+        self.rollouts.push_weights(self.strategy.inference_state_dict(), version)
 
     def close(self) -> None:
         """Stops the Ray actors of a ``rollout.mode=ray`` run and the train workers of a
         distributed strategy (nothing to do otherwise)."""
-        if self.rollouts is not None:
+        if not self._closed:
             self.rollouts.shutdown()
-            self.rollouts = None
+            self._closed = True
         self.strategy.close()
         if self.reward_pool is not None:
             self.reward_pool.close()
@@ -697,7 +618,7 @@ class Pipeline:
                     "torch_rng": torch.get_rng_state(),
                     "python_rng": random.getstate(),
                     "numpy_rng": np.random.get_state(),
-                    "curriculum": self.curriculum.state_dict() if self.curriculum else None,
+                    **self.rollouts.state_dict(),
                     "run_elapsed_s": self.clock.elapsed_s(),
                 },
                 folder / "trainer_state.pt",
@@ -717,9 +638,7 @@ class Pipeline:
         torch.set_rng_state(state["torch_rng"])
         random.setstate(state["python_rng"])
         np.random.set_state(state["numpy_rng"])
-        if self.curriculum is not None and state.get("curriculum") is not None:
-            self.curriculum.load_state_dict(state["curriculum"])
-            self._set_curriculum_level(self.curriculum.value)
+        self.rollouts.load_state_dict(state)
         self.step = checkpoint_step(folder)
         self._sync_weights(version=self.step)
         self.evaluation_log.truncate(RL, self.step)

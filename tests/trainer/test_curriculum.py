@@ -104,19 +104,19 @@ def test_a_run_raises_the_training_boards_and_resume_keeps_the_level(tmp_path):
     first = pipeline.train_step()
     assert first["rollout/success"] > 0.01  # random play solves about half of 2-move boards
     assert first["curriculum/max_solution_length"] == 2.0  # what the step played with
-    assert pipeline.curriculum.value == 3
-    assert pipeline.manager.env_kwargs["max_solution_length"] == 3
+    assert pipeline.rollouts.curriculum.value == 3
+    assert pipeline.rollouts.manager.env_kwargs["max_solution_length"] == 3
     # the next step's envs are made with the new bound; evaluation keeps its own
-    assert pipeline.manager.make_env().unwrapped.max_solution_length == 3
-    assert pipeline.evaluation.manager.make_env().unwrapped.max_solution_length == 2
+    assert pipeline.rollouts.manager.make_env().unwrapped.max_solution_length == 3
+    assert pipeline.rollouts.evaluation.manager.make_env().unwrapped.max_solution_length == 2
     second = pipeline.train_step()
     assert second["curriculum/max_solution_length"] == 3.0
-    assert pipeline.curriculum.value == 3  # at stop: stays
+    assert pipeline.rollouts.curriculum.value == 3  # at stop: stays
     pipeline.save()
     pipeline.close()
 
     resumed = Pipeline(load_config(None, overrides), resume=True, log=None)
     assert resumed.step == 2
-    assert resumed.curriculum.value == 3
-    assert resumed.manager.env_kwargs["max_solution_length"] == 3
+    assert resumed.rollouts.curriculum.value == 3
+    assert resumed.rollouts.manager.env_kwargs["max_solution_length"] == 3
     resumed.close()

@@ -54,7 +54,7 @@ def test_tiny_random_model_learns_frozenlake(algorithm, context, tmp_path):
     before = pipeline.evaluate()["eval/success"]
     # the sampled policy before training, on 128 episodes (one step's 32 vary too much: 1/32
     # and 5/32 have both been drawn)
-    untrained = pipeline.manager.rollout(list(range(10_000, 10_008)))
+    untrained = pipeline.rollouts.manager.rollout(list(range(10_000, 10_008)))
     sampled_before = sum(t.success for t in untrained) / len(untrained)
     history = []
     while pipeline.step < MAX_STEPS:

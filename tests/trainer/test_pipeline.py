@@ -65,7 +65,7 @@ def test_one_step_of_each_algorithm_updates_the_policy(tmp_path, overrides):
     if "algorithm.starpo_s_keep=0.5" in overrides:
         assert metrics["train/kept_episodes"] == pytest.approx(0.5)
     # the generator samples from the updated weights
-    generator_weights = pipeline.generator.model.state_dict()
+    generator_weights = pipeline.rollouts.generator.model.state_dict()
     policy_weights = pipeline.strategy.inference_state_dict()
     assert all(torch.equal(generator_weights[k], policy_weights[k]) for k in policy_weights)
 
@@ -142,13 +142,13 @@ def test_dynamic_sampling_replaces_uniform_groups_with_new_prompts(tmp_path):
     )
     wanted = pipeline.config.env.groups_per_step
     calls: list[list[int]] = []
-    rollout = pipeline.manager.rollout
+    rollout = pipeline.rollouts.manager.rollout
 
     def recorded(seeds, group_ids):
         calls.append(list(seeds))
         return rollout(seeds, group_ids=group_ids)
 
-    pipeline.manager.rollout = recorded
+    pipeline.rollouts.manager.rollout = recorded
     metrics = pipeline.train_step()
     rounds = int(metrics["train/dynamic_sampling_rounds"])
     assert rounds >= 1 and len(calls) == 1 + rounds  # this seed's first round has a uniform group
@@ -203,7 +203,7 @@ def test_lora_trains_only_adapters_and_syncs_merged_weights(tmp_path):
     pipeline = _pipeline(tmp_path, "model.lora={r: 4, alpha: 8}", "algorithm.entropy_coef=0.01")
     trainable = _trainable(pipeline)
     assert trainable and all("lora_" in name for name in trainable)
-    base_before = pipeline.generator.model.state_dict()
+    base_before = pipeline.rollouts.generator.model.state_dict()
     base_before = {k: v.clone() for k, v in base_before.items()}
     pipeline.train_step()
     merged = pipeline.strategy.inference_state_dict()
@@ -416,8 +416,8 @@ def test_reward_workers_score_the_step_and_unscored_episodes_are_left_out(tmp_pa
         "rewards.max_workers=1",
     )
     try:
-        assert pipeline.manager.env_kwargs["defer_reward"] is True
-        rollout = pipeline.manager.rollout
+        assert pipeline.rollouts.manager.env_kwargs["defer_reward"] is True
+        rollout = pipeline.rollouts.manager.rollout
 
         def one_left_unscored(seeds, group_ids):
             trajectories = rollout(seeds, group_ids=group_ids)
@@ -425,7 +425,7 @@ def test_reward_workers_score_the_step_and_unscored_episodes_are_left_out(tmp_pa
             trajectories[0].unscored = "the judge timed out"
             return trajectories
 
-        pipeline.manager.rollout = one_left_unscored
+        pipeline.rollouts.manager.rollout = one_left_unscored
         trained_rows = []
         train_step = pipeline.strategy.train_step
         pipeline.strategy.train_step = lambda batch: (
@@ -483,8 +483,9 @@ def test_a_judge_that_hangs_leaves_episodes_unscored_and_training_goes_on(tmp_pa
     )
     try:
         played = []
-        rollout = pipeline.manager.rollout
-        pipeline.manager.rollout = lambda *a, **k: played.extend(rollout(*a, **k)) or played
+        manager = pipeline.rollouts.manager
+        rollout = manager.rollout
+        manager.rollout = lambda *a, **k: played.extend(rollout(*a, **k)) or played
         metrics = pipeline.train_step()  # the random model's replies: the rule takes none
         # each cut at the judge's 1 s timeout (the server holds a call 30 s)
         judged = [t for t in played if t.reward_request is not None]
@@ -500,7 +501,8 @@ def test_evaluation_plays_the_envs_of_eval_kwargs(tmp_path):
     # a lake whose start is walled in by holes: no evaluation episode can succeed
     walled_in = "env.eval_kwargs={desc: [SH, HG]}"
     pipeline = _pipeline(tmp_path, walled_in, "train.eval_groups=4")
-    training, evaluation = pipeline.manager.make_env(), pipeline.evaluation.manager.make_env()
+    rollouts = pipeline.rollouts
+    training, evaluation = rollouts.manager.make_env(), rollouts.evaluation.manager.make_env()
     trained_board, _ = training.reset(seed=0)
     evaluated_board, info = evaluation.reset(seed=0)
     assert evaluated_board != trained_board

@@ -169,7 +169,8 @@ def test_on_ray_evaluation_plays_the_envs_of_eval_kwargs(tmp_path, local_ray, mo
         assert len(rollouts.eval_actors) == config.rollout.env_managers
         # both sets of actors read one copy of the tokenizer from the object store
         assert stored.count(PortableTokenizer) == 1
-        evaluation = rollouts.evaluate([0, 1, 2], pipeline.eval_sampling, version=pipeline.step)
+        greedy = rollouts.eval_sampling
+        evaluation = rollouts.play_evaluation([0, 1, 2], greedy, version=pipeline.step)
         walled = {t.first_observation for t in evaluation}
         trained = {t.first_observation for t in rollouts.rollout(step=1, version=0)}
         assert len(walled) == 1 and walled.isdisjoint(trained)

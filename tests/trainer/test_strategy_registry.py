@@ -131,7 +131,7 @@ def test_a_registered_strategy_trains_one_step_of_a_real_run(tmp_path, counting)
     after = dict(strategy.model.named_parameters())
     assert any(not torch.equal(before[n], after[n].detach()) for n in before)
     # the generator samples from the updated weights
-    generator_weights = pipeline.generator.model.state_dict()
+    generator_weights = pipeline.rollouts.generator.model.state_dict()
     policy_weights = strategy.inference_state_dict()
     assert all(torch.equal(generator_weights[k], policy_weights[k]) for k in policy_weights)
 

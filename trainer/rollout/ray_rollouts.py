@@ -20,10 +20,13 @@ Example:
     >>> rollouts = RayRollouts(config, "tiny-random", tokenizer, sampling)  # doctest: +SKIP
     >>> rollouts.push_weights(policy.state_dict(), version=0)  # doctest: +SKIP
     >>> trajectories = rollouts.rollout(step=1, version=0)  # doctest: +SKIP
+
+It implements :class:`~trainer.rollout.rollouts.Rollouts`.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from trainer.cluster_gpus import check_gpus, generator_demand
@@ -31,6 +34,7 @@ from trainer.config import Config
 from trainer.generation.base import SamplingParams
 from trainer.generation.fleet import GeneratorFleet
 from trainer.rollout.env_actor import launch_env_managers, shared_tokenizer
+from trainer.rollout.metrics import rollout_metrics
 from trainer.rollout.scheduler import RolloutScheduler
 from trainer.rollout.trajectory import Trajectory
 from trainer.seeds import step_seeds
@@ -130,8 +134,10 @@ class RayRollouts:
             self.eval_actors or self.env_actors, group_size=1, max_retries=settings.max_retries,
             reward_pool=reward_pool,
         )  # fmt: skip
+        self.eval_sampling = replace(sampling, temperature=0.0)  # greedy
         self._groups_submitted = 0
         self.last_staleness: list[int] = []  # weight versions behind, of the last step's groups
+        self._played: list[Trajectory] = []  # the last step's
 
     def _group_seed(self, number: int) -> int:
         """The reset seed of the run's ``number``-th training group (its data order)."""
@@ -155,9 +161,15 @@ class RayRollouts:
             self._groups_submitted += 1
         groups = self.scheduler.collect(per_step, version)
         self.last_staleness = [version - g.version for g in groups]
-        return [t for g in groups for t in g.trajectories]
+        self._played = [t for g in groups for t in g.trajectories]
+        return list(self._played)
 
-    def evaluate(
+    def evaluate(self, version: int) -> dict[str, float]:
+        """``eval/`` metrics of greedy episodes on the seeds ``0 .. train.eval_groups - 1``."""
+        seeds = list(range(self.config.train.eval_groups))
+        return rollout_metrics(self.play_evaluation(seeds, self.eval_sampling, version), "eval")
+
+    def play_evaluation(
         self, seeds: list[int], sampling: SamplingParams, version: int
     ) -> list[Trajectory]:
         """One episode per seed with ``sampling`` (greedy evaluation), in seed order."""
@@ -171,13 +183,23 @@ class RayRollouts:
         self.fleet.push_weights(state_dict, version)
 
     def metrics(self) -> dict[str, float]:
-        """The schedulers' counters and the staleness of the last step's groups."""
-        out = {f"rollout/{name}": float(v) for name, v in self.scheduler.metrics.items()}
+        """The last step's ``rollout/`` metrics, the schedulers' counters and the staleness of
+        the last step's groups."""
+        out = rollout_metrics(self._played, "rollout") if self._played else {}
+        out.update({f"rollout/{name}": float(v) for name, v in self.scheduler.metrics.items()})
         staleness = self.last_staleness
         if staleness:
             out["rollout/staleness_mean"] = sum(staleness) / len(staleness)
             out["rollout/staleness_max"] = float(max(staleness))
         return out
+
+    def state_dict(self) -> dict[str, Any]:
+        """Nothing is kept: a resumed Ray run numbers its groups from 0 again, so its seeds
+        repeat the first steps' order."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Nothing to restore (see :meth:`state_dict`)."""
 
     def shutdown(self) -> None:
         """Aborts what runs, stops the actors, and stops Ray if this object started it."""
