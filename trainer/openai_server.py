@@ -575,13 +575,63 @@ def serve(
     Raises:
         ServePlanError: the limits cannot fit (one line that names the numbers and the knob).
     """
-    import threading
-
     import uvicorn
 
+    from trainer.serving.metrics import ServeMetrics
+
+    generator, plan = _planned_generator(
+        model,
+        dtype=dtype,
+        quantize=quantize,
+        max_model_len=max_model_len,
+        max_num_seqs=max_num_seqs,
+        kv_cache_memory=kv_cache_memory,
+        max_step_tokens=max_step_tokens,
+        max_waiting=max_waiting,
+    )
+    engine = ServingEngine(
+        generator,
+        max_step_tokens=plan.max_step_tokens,
+        queue_timeout_s=queue_timeout_s,
+        max_waiting=plan.max_waiting,
+        own_thread=False,  # this (main) thread steps it; HTTP is served from another
+    )
+    metrics = ServeMetrics(engine.stats, cache_positions=plan.cache_rows * plan.max_model_len)
+    engine.on_finished, engine.on_refused = metrics.request_finished, metrics.request_refused
+    app = build_app(engine, name or model, metrics=metrics)
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            log_level="warning",
+            access_log=False,
+            timeout_graceful_shutdown=shutdown_grace_s + 5,
+        )
+    )
+    _run_until_stopped(
+        engine, server, sock or listening_socket(host, port), name or model, shutdown_grace_s
+    )
+
+
+def _planned_generator(
+    model: str,
+    *,
+    dtype: str | None,
+    quantize: str | None,
+    max_model_len: int | None,
+    max_num_seqs: int | None,
+    kv_cache_memory: str | None,
+    max_step_tokens: int,
+    max_waiting: int,
+) -> tuple[Any, Any]:
+    """Loads ``model``, plans the serving limits against the memory budget (printing the
+    plan), and builds the generator with its cache and weight copies allocated up front.
+
+    Returns:
+        The :class:`~trainer.generation.continuous.ContinuousGenerator` and the
+        :class:`~trainer.serving.plan.ServePlan` it was built by.
+    """
     from trainer.generation.continuous import ContinuousGenerator
     from trainer.models import load_model
-    from trainer.serving.metrics import ServeMetrics
     from trainer.serving.plan import parse_memory, plan_serving
 
     budget = parse_memory(kv_cache_memory or "0.25")
@@ -622,26 +672,16 @@ def serve(
     # the cache is allocated (and zeroed, so resident) with the generator
     print(plan.describe(_resident_bytes(), generator.weight_copy_bytes()), flush=True)
     generator.make_weight_copies()  # counted in the plan; made before the first request
+    return generator, plan
 
-    engine = ServingEngine(
-        generator,
-        max_step_tokens=plan.max_step_tokens,
-        queue_timeout_s=queue_timeout_s,
-        max_waiting=plan.max_waiting,
-        own_thread=False,  # this (main) thread steps it; HTTP is served from another
-    )
-    metrics = ServeMetrics(engine.stats, cache_positions=plan.cache_rows * plan.max_model_len)
-    engine.on_finished, engine.on_refused = metrics.request_finished, metrics.request_refused
-    app = build_app(engine, name or model, metrics=metrics)
-    sock = sock or listening_socket(host, port)
-    server = uvicorn.Server(
-        uvicorn.Config(
-            app,
-            log_level="warning",
-            access_log=False,
-            timeout_graceful_shutdown=shutdown_grace_s + 5,
-        )
-    )
+
+def _run_until_stopped(
+    engine: ServingEngine, server: Any, sock: socket.socket, name: str, shutdown_grace_s: float
+) -> None:
+    """Serves HTTP from a thread and steps the engine on this one until SIGTERM or Ctrl-C:
+    then new requests get 503, running ones may finish for ``shutdown_grace_s``, and a second
+    signal exits at once."""
+    import threading
 
     def serve_http() -> None:
         try:
@@ -672,7 +712,7 @@ def serve(
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     http = threading.Thread(target=serve_http, name="rollenv-http", daemon=True)
     http.start()
-    print(f"Serving {name or model} at http://{host}:{port}/v1 (Ctrl-C stops)", flush=True)
+    print(f"Serving {name} at http://{host}:{port}/v1 (Ctrl-C stops)", flush=True)
     try:
         engine.run()
     finally:
