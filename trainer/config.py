@@ -38,6 +38,7 @@ from trainer.algorithms.registry import (
     UnknownAlgorithmError,
     algorithm_spec,
 )
+from trainer.name_choices import listed
 from trainer.strategy_registry import (
     DEFAULT_STRATEGY,
     STRATEGIES,
@@ -580,6 +581,29 @@ class TrainConfig(_Section):
         return self
 
     @model_validator(mode="after")
+    def _what_the_strategy_takes(self) -> TrainConfig:
+        spec = STRATEGIES[self.strategy]
+        if spec.in_process and self.workers != 1:
+            grouped = listed([name for name, other in STRATEGIES.items() if not other.in_process])
+            raise ValueError(
+                f"train.strategy={spec.name} trains in this process: train.workers must be 1 "
+                f"(got {self.workers}); use train.strategy={grouped} for more workers"
+            )
+        if self.mixed_precision and not spec.mixed_precision:
+            able = listed([name for name, other in STRATEGIES.items() if other.mixed_precision])
+            raise ValueError(
+                f"train.strategy={spec.name} trains in the model's own dtype: drop "
+                f"train.mixed_precision or use train.strategy={able}"
+            )
+        if self.workers % self.megatron.tensor_parallel:
+            raise ValueError(
+                f"train.workers={self.workers} is not a multiple of train.megatron."
+                f"tensor_parallel={self.megatron.tensor_parallel}: the workers form groups of "
+                "tensor_parallel"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _options_of_the_strategy(self) -> TrainConfig:
         for name in STRATEGY_OPTIONS:
             given = sorted(getattr(self, name).model_fields_set)
@@ -686,6 +710,13 @@ class Config(_Section):
 
     @model_validator(mode="after")
     def _what_is_trained(self) -> Config:
+        strategy = STRATEGIES[self.train.strategy]
+        if self.model.lora is not None and not strategy.trains_lora:
+            able = listed([name for name, spec in STRATEGIES.items() if spec.trains_lora])
+            raise ValueError(
+                f"train.strategy={strategy.name} does not train LoRA adapters: drop model.lora "
+                f"or use train.strategy={able}"
+            )
         if self.model.trainable_layers is not None:
             if self.model.lora is not None:
                 raise ValueError(

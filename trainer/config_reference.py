@@ -30,6 +30,7 @@ from pydantic.fields import FieldInfo
 
 from trainer.algorithms.registry import ALGORITHMS
 from trainer.config import Config
+from trainer.name_choices import listed
 from trainer.strategy_registry import STRATEGIES
 
 
@@ -122,9 +123,9 @@ def _allowed(key: str, field: FieldInfo, section: type[BaseModel] | None) -> str
 def _type_text(annotation: Any, metadata: list[Any]) -> str:
     args = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        return _either([_type_text(arg, metadata) for arg in args])
+        return listed([_type_text(arg, metadata) for arg in args])
     if typing.get_origin(annotation) is Literal:
-        return _either([repr(value) for value in typing.get_args(annotation)])
+        return listed([repr(value) for value in typing.get_args(annotation)])
     if typing.get_origin(annotation) is list:
         return f"a list of {_type_text(args[0], [])}" if args else "a list"
     if typing.get_origin(annotation) is dict:
@@ -134,11 +135,6 @@ def _type_text(annotation: Any, metadata: list[Any]) -> str:
     name = getattr(annotation, "__name__", str(annotation))
     bounds = _bounds(metadata)
     return f"{name}, {bounds}" if bounds else name
-
-
-def _either(options: list[str]) -> str:
-    """``'a'``, ``'a' or 'b'``, ``'a', 'b' or 'c'``."""
-    return options[0] if len(options) == 1 else f"{', '.join(options[:-1])} or {options[-1]}"
 
 
 def _bounds(metadata: list[Any]) -> str:

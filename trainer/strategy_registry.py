@@ -127,6 +127,7 @@ class StrategySpec:
         memory: how it splits the training state.
         mixed_precision: it honours ``train.mixed_precision``.
         trains_selected_layers: it honours ``model.trainable_layers``.
+        trains_lora: it trains ``model.lora``'s adapters.
     """
 
     name: str
@@ -139,6 +140,7 @@ class StrategySpec:
     memory: MemoryLayout = MemoryLayout()
     mixed_precision: bool = False
     trains_selected_layers: bool = False
+    trains_lora: bool = True
 
     def builder(self) -> Callable[[Any], Any]:
         """The builder, imported now if it was registered by reference."""
@@ -259,6 +261,7 @@ for _spec in (
         ),
         check="trainer.strategies.from_config:check_megatron",
         worker_policy="trainer.strategies.megatron_strategy:MegatronStrategy",
+        trains_lora=False,
         memory=MemoryLayout(
             "model_parallel",
             scale_advice="raise train.megatron.tensor_parallel",

@@ -284,3 +284,36 @@ def test_the_warm_start_limit_must_leave_time_in_the_whole_run():
     assert load_config("sokoban", ["sft.max_minutes=null"]).sft.max_minutes is None
     # without a warm start, its limit does not apply
     assert load_config("sokoban", ["sft.max_minutes=90", "sft.before_rl=false"])
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (
+            ["train.workers=2"],
+            "train.strategy=torch trains in this process: train.workers must be 1 (got 2); use "
+            "train.strategy=fsdp2, deepspeed or megatron for more workers",
+        ),
+        (
+            ["train.strategy=megatron", "model.lora={r: 8}"],
+            "train.strategy=megatron does not train LoRA adapters: drop model.lora or use "
+            "train.strategy=torch, fsdp2 or deepspeed",
+        ),
+        (
+            ["train.strategy=deepspeed", "train.mixed_precision=true"],
+            "train.strategy=deepspeed trains in the model's own dtype: drop "
+            "train.mixed_precision or use train.strategy=fsdp2",
+        ),
+        (
+            ["train.strategy=megatron", "train.workers=3", "train.megatron.tensor_parallel=2"],
+            "train.workers=3 is not a multiple of train.megatron.tensor_parallel=2: the workers "
+            "form groups of tensor_parallel",
+        ),
+    ],
+    ids=["torch-workers", "megatron-lora", "mixed-precision", "tensor-groups"],
+)
+def test_what_a_strategy_cannot_train_is_refused_when_the_config_is_read(overrides, message):
+    # static rules, so no cluster, package or device is probed: the config refuses them itself
+    with pytest.raises(ConfigError) as refused:
+        load_config(None, overrides)
+    assert str(refused.value) == message

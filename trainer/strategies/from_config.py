@@ -22,6 +22,7 @@ import torch
 from trainer.algorithms import ALGORITHMS
 from trainer.cluster_gpus import check_gpus, generator_demand
 from trainer.config import Config, ConfigError
+from trainer.name_choices import listed
 from trainer.strategies.allocator import (
     AllocatorError,
     allocator_env_vars,
@@ -86,12 +87,6 @@ def check_strategy(config: Config) -> None:
         )
     if spec.in_process:
         _check_allocator_here(config)
-        if train.workers != 1:
-            grouped = [name for name, other in STRATEGIES.items() if not other.in_process]
-            raise ConfigError(
-                f"train.strategy={spec.name} trains in this process: train.workers must be 1 "
-                f"(got {train.workers}); use train.strategy={_joined(grouped)} for more workers"
-            )
     own_check = spec.check_function()
     if own_check is not None:
         own_check(config)
@@ -118,35 +113,14 @@ def _check_allocator_here(config: Config) -> None:
     raise ConfigError(
         f"train.allocator=jemalloc: train.strategy={config.train.strategy} trains in this "
         f"process, which was started without it: start it with LD_PRELOAD={jemalloc_library()} "
-        f"({_joined(grouped, 'and')} start their train workers with it)"
+        f"({listed(grouped, 'and')} start their train workers with it)"
     )
 
 
-def _joined(names: list[str], conjunction: str = "or") -> str:
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {conjunction} {names[-1]}"
-
-
 def check_megatron(config: Config) -> None:
-    """What the megatron strategy does not train yet, and its need of CUDA GPUs, refused in
-    one line each (the megatron entry's ``check`` in the registry)."""
-    train = config.train
-    if config.model.lora is not None:
-        raise ConfigError(
-            "train.strategy=megatron does not train LoRA adapters: drop model.lora or use "
-            "train.strategy=fsdp2 or deepspeed"
-        )
-    if train.mixed_precision:
-        raise ConfigError(
-            "train.strategy=megatron trains in the model's own dtype: drop "
-            "train.mixed_precision or use train.strategy=fsdp2"
-        )
-    tensor_parallel = train.megatron.tensor_parallel
-    if train.workers % tensor_parallel:
-        raise ConfigError(
-            f"train.workers={train.workers} is not a multiple of train.megatron.tensor_parallel="
-            f"{tensor_parallel}: the workers form groups of tensor_parallel"
-        )
-    if resolve_device(train.device).type != "cuda":
+    """The megatron strategy's need of CUDA GPUs, refused in one line (the megatron entry's
+    ``check`` in the registry; what it does not train is refused by the config itself)."""
+    if resolve_device(config.train.device).type != "cuda":
         raise ConfigError(
             "train.strategy=megatron needs CUDA GPUs (megatron-core asks torch.cuda for its "
             "buffers and RNG states); on this machine use train.strategy=fsdp2 or deepspeed"
