@@ -509,3 +509,57 @@ def test_evaluation_plays_the_envs_of_eval_kwargs(tmp_path):
     # the answer format of env.kwargs still holds in evaluation
     assert "<answer>" not in info["instruction"]
     assert pipeline.evaluate()["eval/success"] == 0.0
+
+
+class _RecordedRollouts:
+    """The :class:`Rollouts` interface and nothing else, around the pipeline's own rollouts:
+    a pipeline that reached past it (to an env manager, a generator) would fail here."""
+
+    def __init__(self, inner):
+        self._inner, self.calls = inner, []
+
+    def _call(self, name, *args, **kwargs):
+        self.calls.append(name)
+        return getattr(self._inner, name)(*args, **kwargs)
+
+    def rollout(self, step, version):
+        return self._call("rollout", step, version)
+
+    def metrics(self):
+        return self._call("metrics")
+
+    def evaluate(self, version):
+        return self._call("evaluate", version)
+
+    def push_weights(self, state_dict, version):
+        return self._call("push_weights", state_dict, version)
+
+    def state_dict(self):
+        return self._call("state_dict")
+
+    def load_state_dict(self, state):
+        return self._call("load_state_dict", state)
+
+    def shutdown(self):
+        return self._call("shutdown")
+
+
+def test_the_pipeline_drives_its_episodes_through_the_rollouts_interface(tmp_path):
+    from trainer.local_rollouts import LocalRollouts
+    from trainer.rollout.rollouts import Rollouts
+
+    pipeline = _pipeline(tmp_path, "train.checkpoint_every=1", "train.eval_groups=2")
+    assert isinstance(pipeline.rollouts, LocalRollouts)
+    assert isinstance(pipeline.rollouts, Rollouts)
+    recorded = pipeline.rollouts = _RecordedRollouts(pipeline.rollouts)
+    metrics = pipeline.train_step()
+    assert recorded.calls == ["rollout", "push_weights", "metrics"]
+    assert metrics["rollout/turns"] >= 1 and "loss" in metrics
+    assert 0.0 <= pipeline.evaluate()["eval/success"] <= 1.0
+    pipeline.save()
+    pipeline.close()
+    assert recorded.calls[3:] == ["evaluate", "state_dict", "shutdown"]
+
+    resumed = Pipeline(pipeline.config, resume=True, log=None)
+    assert resumed.step == 1
+    resumed.close()
