@@ -296,8 +296,8 @@ def test_the_warm_start_limit_must_leave_time_in_the_whole_run():
         ),
         (
             ["train.strategy=megatron", "model.lora={r: 8}"],
-            "train.strategy=megatron does not train LoRA adapters: drop model.lora or use "
-            "train.strategy=torch, fsdp2 or deepspeed",
+            "config: train.strategy=megatron does not train LoRA adapters: drop model.lora or "
+            "use train.strategy=torch, fsdp2 or deepspeed",
         ),
         (
             ["train.strategy=deepspeed", "train.mixed_precision=true"],

@@ -10,7 +10,8 @@ import pytest
 
 from rollenv.mixture import MixtureEnv
 from trainer.config import ConfigError, load_config
-from trainer.pipeline import Pipeline, rollout_metrics
+from trainer.pipeline import Pipeline
+from trainer.rollout.metrics import rollout_metrics
 from trainer.rollout.trajectory import Trajectory, Turn
 from trainer.seeds import step_seeds
 

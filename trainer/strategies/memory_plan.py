@@ -206,7 +206,9 @@ def plan_memory(
     layout = _memory_layout(strategy)
     if (offload_optimizer or offload_params) and not layout.offloads:
         offloading = [name for name, spec in STRATEGIES.items() if spec.memory.offloads]
-        raise ConfigError(f"offloading needs train.strategy={' or '.join(offloading)}")
+        raise ConfigError(
+            f"train.deepspeed.offload_optimizer and offload_params need {' or '.join(offloading)}"
+        )
     if offload_params and zero_stage != 3:
         raise ConfigError("train.deepspeed.offload_params needs train.deepspeed.zero_stage=3")
     total, trainable, largest_layer = _counts(model_config, lora)
