@@ -14,6 +14,7 @@ from tests.trainer.two_by_two_lake import TWO_BY_TWO_LAKE  # noqa: E402
 from trainer.config import ConfigError, load_config  # noqa: E402
 from trainer.pipeline import Pipeline  # noqa: E402
 from trainer.rollout.portable_tokenizer import PortableTokenizer  # noqa: E402
+from trainer.rollout.rollouts import Rollouts  # noqa: E402
 
 BASE = [
     *TWO_BY_TWO_LAKE,
@@ -53,8 +54,11 @@ def test_async_steps_train_on_groups_at_most_k_versions_old(tmp_path, local_ray)
     )
     pipeline = Pipeline(config, log=None)
     try:
+        assert isinstance(pipeline.rollouts, Rollouts)
         before = _trainable(pipeline)
         first = pipeline.train_step()
+        # the step's own episodes' figures come with the schedulers' counters
+        assert 0.0 <= first["rollout/success"] <= 1.0 and first["rollout/turns"] >= 1.0
         # step 1 started its own groups and step 2's (k=1), all under version 0
         assert pipeline.rollouts.scheduler.pending_groups == 2
         assert first["rollout/staleness_max"] == 0.0
