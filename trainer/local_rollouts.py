@@ -131,7 +131,8 @@ class LocalRollouts:
             self._set_curriculum_level(self.curriculum.value)
 
     def shutdown(self) -> None:
-        """Nothing to stop: the envs close with the process, as the generator does."""
+        """Nothing is stopped: the env manager's envs stay open until the process ends (a run
+        of browser or sandbox envs keeps them until then)."""
 
     def _resample_uniform_groups(
         self, step: int, first: list[Trajectory]
