@@ -60,7 +60,7 @@ def test_no_issue_numbers_dates_or_machines_in_code_docstrings_or_presets() -> N
 
 
 def test_no_history_in_the_command_line_help() -> None:
-    from trainer.cli import build_parser
+    from trainer.cli.main import build_parser
 
     parser = build_parser()
     texts = [parser.format_help()]

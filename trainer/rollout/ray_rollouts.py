@@ -36,8 +36,8 @@ from trainer.generation.fleet import GeneratorFleet
 from trainer.rollout.env_actor import launch_env_managers, shared_tokenizer
 from trainer.rollout.metrics import rollout_metrics
 from trainer.rollout.scheduler import RolloutScheduler
+from trainer.rollout.seeds import step_seeds
 from trainer.rollout.trajectory import Trajectory
-from trainer.seeds import step_seeds
 
 if TYPE_CHECKING:
     from trainer.rewards.pool import RewardPool
