@@ -42,6 +42,7 @@ from leaderboard.store import ResultStore
 from leaderboard.suites import Suite, SuiteEnv
 from rollenv.policies import RandomPolicy, oracle_for
 from rollenv.wrappers import SeedAsResetOption
+from trainer.generation.base import StreamingGenerator
 from trainer.generation.openai_client import parse_address
 
 __all__ = [
@@ -314,7 +315,7 @@ class _ModelPlayer:
         order they finished."""
         from trainer.rollout.env_manager import EnvManager
 
-        continuous = hasattr(self.generator, "stream")
+        continuous = isinstance(self.generator, StreamingGenerator)
         manager = EnvManager(
             suite_env.id,
             self.tokenizer,

@@ -9,8 +9,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from tests.trainer.training.test_train_end_to_end import SMALL, _run_train
 
+from tests.trainer.training.test_train_end_to_end import SMALL, _run_train
 from trainer.cli.main import main
 from trainer.config import load_config
 from trainer.training.run_folder import HeldRun, RunFolderError, check_run_folder, held_run
