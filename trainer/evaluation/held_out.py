@@ -72,6 +72,10 @@ class GreedyEvaluation:
         self.seconds = time.perf_counter() - started
         return metrics
 
+    def close(self) -> None:
+        """Closes the envs the evaluation made (a later call makes new ones)."""
+        self.manager.close()
+
 
 def evaluate_model(config: Config, episodes: int) -> dict[str, float]:
     """Plays ``episodes`` greedy episodes of ``config.model`` on seeds ``0 .. episodes - 1`` of

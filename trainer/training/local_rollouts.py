@@ -131,8 +131,10 @@ class LocalRollouts:
             self._set_curriculum_level(self.curriculum.value)
 
     def shutdown(self) -> None:
-        """Nothing is stopped: the env manager's envs stay open until the process ends (a run
-        of browser or sandbox envs keeps them until then)."""
+        """Closes the envs of the training episodes and of the evaluation (browsers, sandboxes,
+        servers); the generator and the model are the pipeline's."""
+        self.manager.close()
+        self.evaluation.close()
 
     def _resample_uniform_groups(
         self, step: int, first: list[Trajectory]

@@ -19,7 +19,8 @@ training).
 
 Seeds and sampling randomness derive from ``(train.seed, step)``, so a resumed local run samples
 exactly what an uninterrupted one would have; on Ray, which replica samples what depends on
-timing, so a Ray run is not reproduced sample for sample on resume. Ctrl-C finishes the current
+timing, so a Ray run resumes with the seeds an uninterrupted one would play next but is not
+reproduced sample for sample. Ctrl-C finishes the current
 step, saves a checkpoint and stops; a second Ctrl-C stops at once.
 """
 
@@ -502,8 +503,8 @@ class Pipeline:
         self.rollouts.push_weights(self.strategy.inference_state_dict(), version)
 
     def close(self) -> None:
-        """Stops the Ray actors of a ``rollout.mode=ray`` run and the train workers of a
-        distributed strategy (nothing to do otherwise)."""
+        """Closes the rollouts (a local run's envs; a Ray run's actors), the train workers of a
+        distributed strategy and the reward workers."""
         if not self._closed:
             self.rollouts.shutdown()
             self._closed = True

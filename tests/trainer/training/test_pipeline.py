@@ -544,6 +544,19 @@ class _RecordedRollouts:
         return self._call("shutdown")
 
 
+def test_closing_a_local_run_closes_the_envs_it_opened(tmp_path):
+    pipeline = _pipeline(tmp_path)
+    pipeline.train_step()
+    pipeline.evaluate()
+    rollouts = pipeline.rollouts
+    opened = [*rollouts.manager._envs, *rollouts.evaluation.manager._envs]
+    closed = []
+    for env in opened:
+        env.close = lambda env=env: closed.append(env)
+    pipeline.close()
+    assert len(opened) >= 2 and closed == opened
+
+
 def test_the_pipeline_drives_its_episodes_through_the_rollouts_interface(tmp_path):
     from trainer.rollout.rollouts import Rollouts
     from trainer.training.local_rollouts import LocalRollouts

@@ -77,6 +77,31 @@ def test_async_steps_train_on_groups_at_most_k_versions_old(tmp_path, local_ray)
     assert ray.is_initialized()  # the pipeline did not start Ray here, so it leaves it running
 
 
+def test_a_resumed_ray_run_plays_the_next_steps_seeds_not_the_first_ones(tmp_path, local_ray):
+    from trainer.rollout.seeds import step_seeds
+
+    overrides = [*BASE, f"train.output_dir={tmp_path}", "train.seed=5"]
+    config = load_config(None, overrides)
+    groups = config.env.groups_per_step
+    pipeline = Pipeline(config, log=None)
+    try:
+        pipeline.train_step()
+        first_seeds = {t.seed for t in pipeline.rollouts._played}
+        pipeline.save()
+    finally:
+        pipeline.close()
+    assert first_seeds == set(step_seeds(5, 1, groups))
+
+    resumed = Pipeline(load_config(None, overrides), log=None, resume=True)
+    try:
+        assert resumed.step == 1
+        resumed.train_step()
+        second_seeds = {t.seed for t in resumed.rollouts._played}
+    finally:
+        resumed.close()
+    assert second_seeds == set(step_seeds(5, 2, groups))
+
+
 def test_the_fleet_serves_the_policys_weights_from_the_start(tmp_path, local_ray):
     config = load_config(None, [*BASE, f"train.output_dir={tmp_path}", "train.seed=3"])
     pipeline = Pipeline(config, log=None)
