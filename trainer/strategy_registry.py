@@ -49,7 +49,7 @@ builds in ``worker_policy`` (a class taking the policy and the same keyword argu
 :class:`~trainer.strategies.sharded.FSDP2Strategy`; the workers get it with their spec, so they
 need not see the registration), and says in ``memory`` how it splits the training state.
 ``tests/trainer/strategies/test_strategy_registry.py`` trains a step with each kind of such a
-strategy. ``docs/extending_the_trainer.md`` says what the trainer does with each field.
+strategy. ``docs/extending/algorithm-and-strategy.md`` says what the trainer does with each field.
 
 Example:
     >>> from trainer.strategies import STRATEGIES, strategy_spec

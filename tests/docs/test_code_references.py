@@ -76,7 +76,12 @@ def resolves(dotted: str) -> bool:
         if not rest:
             return True
         if rest[0] not in _module_names(module):
-            return False
+            if "__getattr__" not in _module_names(module):
+                return False
+            # a lazy attribute (a module ``__getattr__``): asked of the module itself
+            import importlib
+
+            return hasattr(importlib.import_module(".".join(parts[:cut])), rest[0])
         if len(rest) == 1:
             return True
         members = _class_members(module, rest[0])
@@ -87,6 +92,8 @@ def resolves(dotted: str) -> bool:
 def _references(pattern: re.Pattern[str]) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for page in pages():
+        if page.name == "changelog.md":  # names what a thing was called before, on purpose
+            continue
         for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
             for match in pattern.finditer(line):
                 found.setdefault(match.group(1), []).append(f"{page.relative_to(REPO)}:{number}")
@@ -100,10 +107,18 @@ def test_the_check_tells_a_real_name_from_a_stale_one() -> None:
     assert not resolves("trainer.training.pipeline.Pipeline.no_such_method")
 
 
+#: dotted names in the docs that are not code: entry-point groups
+NOT_CODE = {"rollenv.envs"}
+
+
 def test_every_dotted_name_in_the_docs_exists() -> None:
     references = _references(DOTTED)
     assert len(references) > 20
-    missing = {name: where for name, where in references.items() if not resolves(name)}
+    missing = {
+        name: where
+        for name, where in references.items()
+        if name not in NOT_CODE and not resolves(name)
+    }
     assert missing == {}
 
 
@@ -128,6 +143,7 @@ def test_every_repository_path_in_the_docs_exists() -> None:
         for path, where in references.items()
         if "*" not in path
         and "<" not in path
+        and not re.search(r"-v\d+$", path)  # an env id of a namespace (rollenv/MyGame-v0)
         and path not in generated
         and not (REPO / path.rstrip("/")).exists()
     }

@@ -41,7 +41,7 @@ regresses to)::
 
 Import that module before the config is built (``algorithm.name=best-of-group`` is then
 allowed). ``tests/trainer/algorithms/test_algorithm_registry.py`` trains a step with such an
-estimator. ``docs/extending_the_trainer.md`` says what the trainer does with each field.
+estimator. ``docs/extending/algorithm-and-strategy.md`` says what the trainer does with each field.
 
 Example:
     >>> from trainer.algorithms import ALGORITHMS, algorithm_spec
