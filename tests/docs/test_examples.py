@@ -75,7 +75,7 @@ def test_a_runnable_shell_block_runs(block, tmp_path) -> None:
         command = line.strip().removeprefix("$ ")
         if not command or command.startswith("#"):
             continue
-        words = shlex.split(command)
+        words = shlex.split(command, comments=True)
         if words[0] == "python":
             words[0] = sys.executable
         result = subprocess.run(
