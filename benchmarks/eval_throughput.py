@@ -1,7 +1,7 @@
 """Leaderboard eval speed: episodes/s of ``core-v0`` with our engine against HF ``generate``.
 
 The workload is ``roll-agent eval --model smollm2-135m --suite core-v0`` itself: every
-measurement is a call of ``trainer.suite_eval.evaluate_suite(parse_model(model), suite,
+measurement is a call of ``trainer.evaluation.suite.evaluate_suite(parse_model(model), suite,
 ResultStore(db), backend=..., batch_size=..., dtype=...)``, greedy, into a temporary SQLite
 database of its arm, as the command makes it. The arms are our ``continuous`` engine (the
 default: ``--batch-size`` episodes at once, each episode's next turn joining the running batch
@@ -74,8 +74,8 @@ from table import print_table
 
 from leaderboard.store import ResultStore
 from leaderboard.suites import Suite, load_suite
+from trainer.evaluation.suite import evaluate_suite, parse_model
 from trainer.models import model_config
-from trainer.suite_eval import evaluate_suite, parse_model
 
 OURS, BASELINE = "continuous", "hf"
 LABELS = {OURS: "ours", BASELINE: "HF generate"}

@@ -38,7 +38,7 @@ from report import RESULTS_DIR, add_common_arguments, parse_arguments
 from table import print_table
 
 from trainer.config import load_config
-from trainer.pipeline import Pipeline
+from trainer.training.pipeline import Pipeline
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 QUICK_RUNS_DIR = REPO_ROOT / "runs" / "learning_curve_quick"

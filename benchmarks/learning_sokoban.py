@@ -73,11 +73,11 @@ import rollenv
 from trainer.config import Config, load_config
 from trainer.generation import make_generator
 from trainer.generation.from_config import sampling_params
-from trainer.pipeline import Pipeline
 from trainer.rollout.env_manager import EnvManager
 from trainer.rollout.metrics import rollout_metrics
 from trainer.rollout.trajectory import Trajectory
-from trainer.sft import WARM_START, OracleSFT
+from trainer.training.pipeline import Pipeline
+from trainer.training.sft import WARM_START, OracleSFT
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RUNS_DIR = REPO_ROOT / "runs" / "learning_sokoban"

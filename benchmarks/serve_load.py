@@ -283,7 +283,7 @@ def our_server(
     model: str, mode: str, max_model_len: int, kv_cache_memory: str, log: Path
 ) -> Iterator[str]:
     options = {"float32": [], "bfloat16": ["--dtype", "bfloat16"], "int4": ["--quantize", "int4"]}
-    command = [sys.executable, "-c", "from trainer.cli import main; main()", "serve"]
+    command = [sys.executable, "-c", "from trainer.cli.main import main; main()", "serve"]
     command += ["--model", model, "--port", "0", "--max-model-len", str(max_model_len)]
     # 64 sequences of the whole context in float32 (6.1 GB at 2,048 tokens), as llama-server
     # holds its 64 slots

@@ -50,8 +50,8 @@ def build_batch(args: argparse.Namespace, tokenizer: Any, config: Any):
 
     import rollenv
     from rollenv.wrappers import ChatHistory
-    from trainer.batch import TokenBatch
     from trainer.rollout.chat_tokens import ChatTokens
+    from trainer.strategies.batch import TokenBatch
 
     chat = ChatTokens(tokenizer)
     env_config = config.env

@@ -78,7 +78,7 @@ STRATEGIES = {
 def build_batch(args: argparse.Namespace, vocab: int):
     import torch
 
-    from trainer.batch import TokenBatch
+    from trainer.strategies.batch import TokenBatch
 
     rng = torch.Generator().manual_seed(args.seed)
     n, length = args.sequences, args.length

@@ -36,7 +36,7 @@ def build_batch(args: argparse.Namespace, vocab: int):
     """Seeded random prompts with a one-token reply each, as a window-1 RL-only turn."""
     import torch
 
-    from trainer.batch import TokenBatch
+    from trainer.strategies.batch import TokenBatch
 
     rng = torch.Generator().manual_seed(0)
     n, length = args.sequences, args.length

@@ -212,8 +212,8 @@ def rollenv_side(settings: Settings) -> tuple[Callable[[], dict[str, float]], di
     """rollenv's update: one ``TorchStrategy.train_step`` on the whole batch."""
     import torch
 
-    from trainer.batch import TokenBatch, micro_batches
     from trainer.config import LoraConfig
+    from trainer.strategies.batch import TokenBatch, micro_batches
     from trainer.strategies.torch_strategy import LossSettings, TorchStrategy
 
     model, tokenizer = load(settings)

@@ -164,7 +164,7 @@ class TrainingPoint:
     """One evaluation of a training run, for its learning curve.
 
     Attributes:
-        run_id: the run (its output folder's name, ``trainer.training_points.run_id_of``).
+        run_id: the run (its output folder's name, ``trainer.training.training_points.run_id_of``).
         model: the base model the run trains.
         env_id: the env it trains in.
         step: the training step.

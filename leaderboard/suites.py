@@ -4,7 +4,7 @@ A suite is a YAML file in ``leaderboard/suites/`` (or any path): a name, a versi
 of envs, each with its ``rollenv.make`` kwargs, its held-out seeds and its turn limit. A suite
 is asked for by name (``core``: its newest version), by name and version (``core-v0``), or by
 path. Seeds are below ``HELD_OUT_SEED_LIMIT``: the seeds ``roll-agent train`` draws start there
-(``trainer.seeds.TRAIN_SEED_BASE``), so no suite episode was ever trained on.
+(``trainer.rollout.seeds.TRAIN_SEED_BASE``), so no suite episode was ever trained on.
 
 A changed suite gets a new version: its ``fingerprint`` (a hash of its content) is stored with
 every result, and the store refuses a known version whose fingerprint changed.

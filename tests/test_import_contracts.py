@@ -62,8 +62,8 @@ def _append_import(root: Path, module: str, statement: str) -> None:
     ("module", "statement", "broken"),
     [
         pytest.param(
-            "trainer.seeds",
-            "from trainer.pipeline import Pipeline",
+            "trainer.rollout.seeds",
+            "from trainer.training.pipeline import Pipeline",
             "No import circles",
             id="circle",
         ),
@@ -80,6 +80,18 @@ def _append_import(root: Path, module: str, statement: str) -> None:
             id="trainer-imports-a-family",
         ),
         pytest.param("rollenv.actions", "import torch", "nothing heavy", id="torch-in-the-hub"),
+        pytest.param(
+            "trainer.training.pipeline",
+            "import trainer.cli.launch",
+            "the commands over the training loop",
+            id="training-imports-a-command",
+        ),
+        pytest.param(
+            "rollenv.commands.envs_command",
+            "import trainer.models",
+            "The hub's commands import nothing",
+            id="hub-command-imports-the-trainer",
+        ),
     ],
 )
 def test_an_import_that_breaks_a_contract_fails(project_copy, module, statement, broken):

@@ -60,7 +60,7 @@ def test_no_issue_numbers_dates_or_machines_in_code_docstrings_or_presets() -> N
 
 
 def test_no_history_in_the_command_line_help() -> None:
-    from trainer.cli import build_parser
+    from trainer.cli.main import build_parser
 
     parser = build_parser()
     texts = [parser.format_help()]
@@ -68,3 +68,47 @@ def test_no_history_in_the_command_line_help() -> None:
         texts += [sub.format_help() for sub in action.choices.values()]
     assert len(texts) > 5  # every command's help was read
     assert _history("\n".join(texts)) == []
+
+
+DOC_HISTORY = re.compile(
+    r"\bissue #?\d+"  # an issue number
+    r"|\b20\d\d-\d\d-\d\d\b"  # a date
+    r"|\b(January|February|March|April|May|June|July|August|September|October|November"
+    r"|December) (\d{1,2}, )?20\d\d\b"
+    r"|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b",  # a commit hash
+    re.IGNORECASE,
+)
+
+
+def _doc_history(text: str) -> list[str]:
+    return [
+        f"line {number}: {line.strip()}"
+        for number, line in enumerate(text.splitlines(), 1)
+        if DOC_HISTORY.search(line)
+    ]
+
+
+def test_the_docs_pattern_finds_hashes_issue_numbers_and_dates() -> None:
+    number = 5  # written apart, so this file holds no issue number itself
+    text = f"fixed in c726af0\nsee issue {number}\non 2026-12-06\nin December 2026\n"
+    text += "ok: 1e-5, 4096, decade, a1b2c3\n"
+    assert [line.split(":")[0] for line in _doc_history(text)] == [
+        "line 1",
+        "line 2",
+        "line 3",
+        "line 4",
+    ]
+
+
+def test_readme_and_docs_hold_no_hashes_issue_numbers_or_dates_outside_the_changelog() -> None:
+    docs = REPO_ROOT / "docs"
+    files = [REPO_ROOT / "README.md", REPO_ROOT / "mkdocs.yml"]
+    files += [p for p in docs.rglob("*") if p.suffix in (".md", ".py", ".yml", ".yaml")]
+    files = [p for p in files if p.name != "changelog.md"]
+    assert len(files) > 20
+    found = {
+        str(path.relative_to(REPO_ROOT)): lines
+        for path in files
+        if (lines := _doc_history(path.read_text(encoding="utf-8")))
+    }
+    assert found == {}

@@ -101,7 +101,7 @@ MIXTURE_ID = "Mixture-v0"
 class CurriculumConfig(_Section):
     """``env.curriculum``: raise the integer ``env.kwargs[kwarg]`` by ``increment`` each time
     the training episodes' sampled success, averaged over the last ``window`` steps, reaches
-    ``raise_at``, up to ``stop`` (:class:`trainer.curriculum.Curriculum`). The evaluation
+    ``raise_at``, up to ``stop`` (:class:`trainer.training.curriculum.Curriculum`). The evaluation
     envs keep ``env.eval_kwargs``."""
 
     kwarg: str

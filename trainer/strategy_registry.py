@@ -48,8 +48,8 @@ policy for it unless a generator in this process needs one), names the policy ea
 builds in ``worker_policy`` (a class taking the policy and the same keyword arguments, like
 :class:`~trainer.strategies.sharded.FSDP2Strategy`; the workers get it with their spec, so they
 need not see the registration), and says in ``memory`` how it splits the training state.
-``tests/trainer/test_strategy_registry.py`` trains a step with each kind of such a strategy.
-``docs/extending_the_trainer.md`` says what the trainer does with each field.
+``tests/trainer/strategies/test_strategy_registry.py`` trains a step with each kind of such a
+strategy. ``docs/extending/algorithm-and-strategy.md`` says what the trainer does with each field.
 
 Example:
     >>> from trainer.strategies import STRATEGIES, strategy_spec

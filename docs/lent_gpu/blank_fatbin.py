@@ -3,7 +3,7 @@
 Blanking zeroes the payload of every machine-code (ELF) entry whose architecture is not kept;
 headers and PTX entries stay, so the layout is unchanged and the driver still finds code for the
 kept chip. The zeros then compress to almost nothing. Used only to carry vLLM to a lent GPU
-machine within a call's 64 MiB (docs/lent_gpu_vllm.md); never for a real install.
+machine within a call's 64 MiB (docs/getting-started/gpus.md); never for a real install.
 
     python docs/lent_gpu/blank_fatbin.py LIB.so          # print (kind, sm) -> MiB
     python docs/lent_gpu/blank_fatbin.py LIB.so 90       # keep sm_90 machine code only

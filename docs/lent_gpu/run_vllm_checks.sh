@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepared GPU session for vLLM (docs/lent_gpu_vllm.md), run from the repository root with the
+# Prepared GPU session for vLLM (docs/getting-started/gpus.md), run from the repository root with the
 # carried folder .vllm/: stage "tests" (install, import, GPU tests), "bench" or "both";
 # then the tests' and the benchmark's time limits in seconds, and more benchmark flags
 # (e.g. --vllm-compiled).

@@ -24,7 +24,7 @@ from leaderboard.records import EpisodeRecord, EvalIdentity, Provenance, Trainin
 from leaderboard.site import export_site, make_app
 from leaderboard.store import ResultStore
 from leaderboard.suites import SuiteEnv
-from trainer.suite_eval import BaselinePlayer
+from trainer.evaluation.suite import BaselinePlayer
 
 CHROMIUM = Path("/usr/bin/chromium")
 if not CHROMIUM.exists():

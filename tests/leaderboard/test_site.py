@@ -35,7 +35,7 @@ from leaderboard.stats import wilson_interval
 from leaderboard.store import ResultStore
 from leaderboard.suites import SuiteEnv
 from rollenv.policies import RandomPolicy
-from trainer.suite_eval import BaselinePlayer
+from trainer.evaluation.suite import BaselinePlayer
 
 SOKOBAN, LAKE, CODE, SHOP = "SimpleSokoban-v0", "FrozenLake-v0", "CodeSandbox-v0", "WebShop-v0"
 HOSTILE = '<script>alert("pwned")</script><img src=x onerror=alert(1)>'

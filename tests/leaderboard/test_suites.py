@@ -27,7 +27,7 @@ def test_shipped_suites_load_and_name_their_version(label):
 
 
 def test_held_out_seeds_never_meet_training_seeds():
-    from trainer.seeds import TRAIN_SEED_BASE, step_seeds
+    from trainer.rollout.seeds import TRAIN_SEED_BASE, step_seeds
 
     assert HELD_OUT_SEED_LIMIT == TRAIN_SEED_BASE
     assert min(step_seeds(0, 1, groups=64)) >= HELD_OUT_SEED_LIMIT

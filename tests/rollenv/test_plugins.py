@@ -140,7 +140,7 @@ def test_a_plugin_lists_an_env_it_cannot_run_with_the_reason(tmp_path):
     script = textwrap.dedent(
         """
         import rollenv
-        from trainer.cli import main
+        from trainer.cli.main import main
 
         assert "NeedsCorpus-v0" not in rollenv.registry
         assert rollenv.registry.unavailable["NeedsCorpus-v0"].family == "corpusgame"

@@ -96,8 +96,8 @@ def test_defaults_without_a_preset():
 
 
 def test_ray_flags_switch_the_rollout_mode_and_join_a_cluster():
-    from trainer.cli import build_parser
-    from trainer.launch import config_from_args
+    from trainer.cli.launch import config_from_args
+    from trainer.cli.main import build_parser
 
     parser = build_parser()
     local = config_from_args(parser.parse_args(["train", "--env", "sokoban"]))
@@ -206,8 +206,8 @@ def test_gpu_engine_settings_that_cannot_work_are_refused(overrides, message):
 
 
 def test_algo_flag_keeps_the_presets_context_except_for_ppo(tmp_path):
-    from trainer.cli import build_parser
-    from trainer.launch import config_from_args
+    from trainer.cli.launch import config_from_args
+    from trainer.cli.main import build_parser
 
     parser = build_parser()
 

@@ -8,7 +8,7 @@ import json
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from trainer.cli import main
+from trainer.cli.main import main
 from trainer.config import MOVED_KEYS, REMOVED_KEYS, Config, ConfigError, load_config
 from trainer.config_reference import config_fields
 

@@ -2,7 +2,7 @@
 
 Everything that depends on the estimator reads its :class:`AlgorithmSpec` here: the config's
 allowed names and rules, the ``--algo`` choices of ``roll-agent train``, credit assignment
-(:func:`trainer.credit.assign_credit`), the memory plan and the strategy (a critic's value
+(:func:`trainer.training.credit.assign_credit`), the memory plan and the strategy (a critic's value
 head), and the pipeline (the critic's values). This module imports neither torch nor Ray, so
 the CLI can list the names before anything heavy loads; a built-in's function is named by a
 ``"module:function"`` reference and imported on first use. Nothing else of the trainer is
@@ -12,16 +12,16 @@ Adding an algorithm
 -------------------
 
 Write one module with its credit function and register it; nothing else changes. The credit
-function (a :class:`trainer.credit.CreditFunction`) gets the step's trajectories, one return
-per trajectory, the ``algorithm`` config section and (for an estimator that ``needs_critic``)
-the critic's per-token values of each sample, and returns a :class:`trainer.credit.Credit`: one
-advantage per token of every sample, in trajectory order (and, with a critic, the returns it
+function (a :class:`trainer.training.credit.CreditFunction`) gets the step's trajectories, one
+return per trajectory, the ``algorithm`` config section and (for an estimator that ``needs_critic``)
+the critic's per-token values of each sample, and returns a :class:`trainer.training.credit.Credit`:
+one advantage per token of every sample, in trajectory order (and, with a critic, the returns it
 regresses to)::
 
     import torch
 
     from trainer.algorithms import AlgorithmSpec, register_algorithm
-    from trainer.credit import Credit, per_episode_credit
+    from trainer.training.credit import Credit, per_episode_credit
 
 
     def best_of_group_credit(trajectories, episode_rewards, settings, values=None):
@@ -40,8 +40,8 @@ regresses to)::
     )
 
 Import that module before the config is built (``algorithm.name=best-of-group`` is then
-allowed). ``tests/trainer/test_algorithm_registry.py`` trains a step with such an estimator.
-``docs/extending_the_trainer.md`` says what the trainer does with each field.
+allowed). ``tests/trainer/algorithms/test_algorithm_registry.py`` trains a step with such an
+estimator. ``docs/extending/algorithm-and-strategy.md`` says what the trainer does with each field.
 
 Example:
     >>> from trainer.algorithms import ALGORITHMS, algorithm_spec
@@ -80,8 +80,8 @@ class AlgorithmSpec:
     Attributes:
         name: the value of ``algorithm.name`` (and ``--algo``).
         credit: the function that lays advantages onto samples (a
-            :class:`trainer.credit.CreditFunction`), or a ``"module:function"`` reference to
-            it, imported on first use.
+            :class:`trainer.training.credit.CreditFunction`), or a ``"module:function"`` reference
+            to it, imported on first use.
         granularity: what one advantage covers: a whole ``episode``, one ``turn`` (a reply),
             or each ``token``.
         description: one line, for listings and help.
@@ -107,7 +107,7 @@ class AlgorithmSpec:
         return self.credit
 
 
-_CREDIT = "trainer.credit"
+_CREDIT = "trainer.training.credit"
 
 #: ``algorithm.name`` when a config gives none.
 DEFAULT_ALGORITHM = "starpo"

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:  # env manager actors import this module and never need torch
     import torch
+
+    from trainer.generation.continuous import GenerationStream
 
 
 @dataclass(frozen=True)
@@ -84,4 +86,17 @@ class Generator(Protocol):
     def update_weights(self, state_dict: Mapping[str, torch.Tensor], strict: bool = True) -> None:
         """Loads new policy weights (un-sharded, merged if LoRA was trained); all of them, or
         with ``strict=False`` a part (a bucket of a bucketed push)."""
+        ...
+
+
+@runtime_checkable
+class StreamingGenerator(Protocol):
+    """A generator that also takes requests one at a time into its running batch (continuous
+    batching): what an env manager's ``continuous`` schedule and a suite's evaluation need.
+    ``isinstance(generator, StreamingGenerator)`` tells whether a generator has it."""
+
+    def stream(
+        self, params: SamplingParams, *, max_step_tokens: int | None = None
+    ) -> GenerationStream:
+        """Opens a stream: requests submitted at any step join the batch as others leave it."""
         ...

@@ -33,7 +33,7 @@ def check_generation_backend(config: Config, device: torch.device) -> None:
         ConfigError: ``generation.backend`` is vllm or sglang and ``device`` is not a GPU.
         MissingExtraError: that engine is not installed (the message names the install).
     """
-    from trainer.extras import require_extra
+    from rollenv.extras import require_extra
     from trainer.generation.engine_folder import require_cuda_device
 
     backend = config.generation.backend

@@ -71,7 +71,7 @@ class OpenAIGenerator:
         max_concurrency: int = 64,
         timeout_s: float = 600.0,
     ) -> None:
-        from trainer.extras import require_extra
+        from rollenv.extras import require_extra
 
         require_extra("openai", "serve")
         import openai

@@ -57,7 +57,7 @@ class SGLangGenerator(OwnsModelFolder):
         max_batch_size: int | None = None,
         **engine_kwargs: Any,
     ) -> None:
-        from trainer.extras import require_extra
+        from rollenv.extras import require_extra
 
         require_cuda_device(device, "sglang")
         sglang = require_extra("sglang", "sglang")

@@ -86,7 +86,7 @@ class VLLMGenerator(OwnsModelFolder):
         max_batch_size: int | None = None,
         **engine_kwargs: Any,
     ) -> None:
-        from trainer.extras import require_extra
+        from rollenv.extras import require_extra
 
         require_cuda_device(device, "vllm")
         vllm = require_extra("vllm", "vllm")

@@ -44,7 +44,12 @@ import gymnasium as gym
 import rollenv
 from rollenv.policies import Policy
 from rollenv.wrappers import ChatHistory
-from trainer.generation.base import GenerationOutput, Generator, SamplingParams
+from trainer.generation.base import (
+    GenerationOutput,
+    Generator,
+    SamplingParams,
+    StreamingGenerator,
+)
 from trainer.generation.stop_strings import cut_after_stop
 from trainer.rollout.chat_tokens import ChatTokens
 from trainer.rollout.deferred_rewards import DeferredRewards
@@ -131,7 +136,7 @@ class EnvManager:
             raise ValueError(f"context must be 'full' or 'window', got {context!r}")
         if schedule not in ("lockstep", "continuous"):
             raise ValueError(f"schedule must be 'lockstep' or 'continuous', got {schedule!r}")
-        if schedule == "continuous" and not hasattr(generator, "stream"):
+        if schedule == "continuous" and not isinstance(generator, StreamingGenerator):
             raise ValueError(
                 f"schedule 'continuous' needs a generator with a stream (the 'continuous' "
                 f"backend), not {type(generator).__name__}; use schedule='lockstep'"

@@ -36,8 +36,8 @@ from trainer.generation.fleet import GeneratorFleet
 from trainer.rollout.env_actor import launch_env_managers, shared_tokenizer
 from trainer.rollout.metrics import rollout_metrics
 from trainer.rollout.scheduler import RolloutScheduler
+from trainer.rollout.seeds import step_seeds
 from trainer.rollout.trajectory import Trajectory
-from trainer.seeds import step_seeds
 
 if TYPE_CHECKING:
     from trainer.rewards.pool import RewardPool
@@ -136,6 +136,7 @@ class RayRollouts:
         )  # fmt: skip
         self.eval_sampling = replace(sampling, temperature=0.0)  # greedy
         self._groups_submitted = 0
+        self._groups_collected = 0  # what a checkpoint keeps: a resumed run goes on from here
         self.last_staleness: list[int] = []  # weight versions behind, of the last step's groups
         self._played: list[Trajectory] = []  # the last step's
 
@@ -160,6 +161,7 @@ class RayRollouts:
             self.scheduler.submit(self._group_seed(number), group_id=number, version=version)
             self._groups_submitted += 1
         groups = self.scheduler.collect(per_step, version)
+        self._groups_collected += len(groups)
         self.last_staleness = [version - g.version for g in groups]
         self._played = [t for g in groups for t in g.trajectories]
         return list(self._played)
@@ -194,12 +196,15 @@ class RayRollouts:
         return out
 
     def state_dict(self) -> dict[str, Any]:
-        """Nothing is kept: a resumed Ray run numbers its groups from 0 again, so its seeds
-        repeat the first steps' order."""
-        return {}
+        """How many training groups were collected: a resumed run numbers its groups on from
+        there, so it plays the seeds an uninterrupted run would have played next. Groups that
+        were started ahead (``async_generation_ratio``) and not collected are played again."""
+        return {"ray_groups_collected": self._groups_collected}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Nothing to restore (see :meth:`state_dict`)."""
+        """Goes on numbering groups after the checkpoint's (a checkpoint written before this
+        was kept starts from group 0)."""
+        self._groups_collected = self._groups_submitted = state.get("ray_groups_collected", 0)
 
     def shutdown(self) -> None:
         """Aborts what runs, stops the actors, and stops Ray if this object started it."""

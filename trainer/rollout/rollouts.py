@@ -1,7 +1,7 @@
 """``Rollouts``: where a training run's episodes are played, the one interface the pipeline drives.
 
-Two implementations: :class:`~trainer.local_rollouts.LocalRollouts` (``rollout.mode: local``,
-one env manager in this process, in lockstep with the generator beside the trainer) and
+Two implementations: :class:`~trainer.training.local_rollouts.LocalRollouts` (``rollout.mode:
+local``, one env manager in this process, in lockstep with the generator beside the trainer) and
 :class:`~trainer.rollout.ray_rollouts.RayRollouts` (``rollout.mode: ray``, env manager actors
 against a generator fleet). Each step the pipeline asks for the step's trajectories, trains on
 them, and pushes the new weights back; it never reaches past this interface to the envs or the

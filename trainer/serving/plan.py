@@ -36,7 +36,7 @@ DEFAULT_MAX_NUM_SEQS = 64
 
 # What the HTTP side holds, with room to spare over what a flood of connections to a FastAPI
 # app under uvicorn and requests waiting for a sequence were measured to hold (the flood of
-# tests/trainer/test_serve_limits.py runs against a real server): a slower server has more
+# tests/trainer/serving/test_serve_limits.py runs against a real server): a slower server has more
 # connections open at once, so the flood's share is set well above an idle machine's figure.
 CONNECTION_FLOOD_BYTES = 256 << 20
 HELD_REQUEST_BYTES = 128 << 10

@@ -1,6 +1,6 @@
 """The ``Strategy`` protocol: how the policy is updated and where its weights live.
 
-The pipeline and the warm start (``trainer.sft``) drive a strategy through these methods
+The pipeline and the warm start (``trainer.training.sft``) drive a strategy through these methods
 only. The built-in strategies are :class:`~trainer.strategies.torch_strategy.TorchStrategy`
 (this process, CPU or one GPU) and :class:`~trainer.strategies.ray_strategy.RayStrategy` (a Ray
 group of train workers sharding the update); :mod:`trainer.strategy_registry` names them, and
@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     import torch
     from torch import nn
 
-    from trainer.batch import TokenBatch
     from trainer.config import Config
+    from trainer.strategies.batch import TokenBatch
 
 
 @runtime_checkable

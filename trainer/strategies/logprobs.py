@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from trainer.batch import micro_batches, pad, pad_values
+from trainer.strategies.batch import micro_batches, pad, pad_values
 from trainer.strategies.packing import (
     base_config,
     pack,

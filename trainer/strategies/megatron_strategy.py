@@ -22,7 +22,8 @@ tensor-parallel group) and each replicated weight (the norms, a value head) once
 
 Megatron-core's forward is written for CUDA (it asks ``torch.cuda.current_device()`` for
 buffers and its RNG tracker holds CUDA generator states), so the strategy runs on GPUs; the
-CPU tests run it with those two spots patched (``tests/trainer/test_megatron_strategy.py``).
+CPU tests run it with those two spots patched
+(``tests/trainer/strategies/test_megatron_strategy.py``).
 Sequences are padded, not packed: the local layer spec has no variable-length attention.
 
 Example:

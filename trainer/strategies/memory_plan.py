@@ -243,23 +243,15 @@ def plan_memory(
     activations = micro_batch_tokens * ((kept + 4 * h) * a + logits) // tp
     checkpointing_saves = micro_batch_tokens * ((n_layers - 1) * per_layer - n_layers * h) * a
 
-    more = layout.scale_advice.format(workers=workers)
-    lora_hint = " or set model.lora (train adapters only)" if lora is None else ""
-    knobs = [f"lower optim.micro_batch_tokens (now {micro_batch_tokens})"]
-    if not activation_checkpointing:  # first if it saves more than halving the micro-batch
-        first = checkpointing_saves // tp >= activations // 2
-        knobs.insert(0 if first else 1, "set train.activation_checkpointing=true")
-    advice = {
-        "parameters": more if zero == 3 else "use train.deepspeed.zero_stage=3",
-        "gradients": (more if zero >= 2 else "use train.deepspeed.zero_stage=2") + lora_hint,
-        "optimizer": more + lora_hint,
-        "activations": " or ".join(knobs),
-        "reference": "set model.lora (its base model is the reference) or algorithm.kl_coef=0",
-    }
-    if layout.offloads:
-        advice["optimizer"] = "set train.deepspeed.offload_optimizer=true or " + advice["optimizer"]
-        if zero == 3:
-            advice["parameters"] = "set train.deepspeed.offload_params=true or " + more
+    advice = _advice(
+        layout,
+        workers=workers,
+        zero=zero,
+        lora=lora,
+        micro_batch_tokens=micro_batch_tokens,
+        activation_checkpointing=activation_checkpointing,
+        checkpointing_saves_more=checkpointing_saves // tp >= activations // 2,
+    )
     return MemoryPlan(
         strategy=strategy,
         workers=workers,
@@ -271,6 +263,38 @@ def plan_memory(
         offloaded=offloaded,
         advice=advice,
     )
+
+
+def _advice(
+    layout: MemoryLayout,
+    *,
+    workers: int,
+    zero: int,
+    lora: LoraConfig | None,
+    micro_batch_tokens: int,
+    activation_checkpointing: bool,
+    checkpointing_saves_more: bool,
+) -> dict[str, str]:
+    """What to change when each part of the plan does not fit, the cheapest knob first."""
+    more = layout.scale_advice.format(workers=workers)
+    lora_hint = " or set model.lora (train adapters only)" if lora is None else ""
+    knobs = [f"lower optim.micro_batch_tokens (now {micro_batch_tokens})"]
+    if not activation_checkpointing:  # first if it saves more than halving the micro-batch
+        knobs.insert(
+            0 if checkpointing_saves_more else 1, "set train.activation_checkpointing=true"
+        )
+    advice = {
+        "parameters": more if zero == 3 else "use train.deepspeed.zero_stage=3",
+        "gradients": (more if zero >= 2 else "use train.deepspeed.zero_stage=2") + lora_hint,
+        "optimizer": more + lora_hint,
+        "activations": " or ".join(knobs),
+        "reference": "set model.lora (its base model is the reference) or algorithm.kl_coef=0",
+    }
+    if layout.offloads:
+        advice["optimizer"] = "set train.deepspeed.offload_optimizer=true or " + advice["optimizer"]
+        if zero == 3:
+            advice["parameters"] = "set train.deepspeed.offload_params=true or " + more
+    return advice
 
 
 def _memory_layout(strategy: str) -> MemoryLayout:

@@ -20,8 +20,8 @@ tokens go through the model once for the micro-batch instead of once per sequenc
 (:func:`shared_prefix_length` says where that applies).
 
 Packing is used only for model families where this is checked (:data:`PACKABLE_MODEL_TYPES`,
-see ``tests/trainer/test_packing.py``), with SDPA or eager attention and no sliding window;
-anything else is padded as before (:func:`supports_packing`).
+see ``tests/trainer/strategies/test_packing.py``), with SDPA or eager attention and no sliding
+window; anything else is padded as before (:func:`supports_packing`).
 """
 
 from __future__ import annotations

@@ -23,8 +23,8 @@ from typing import Any
 
 import torch
 
-from trainer.batch import TokenBatch
 from trainer.strategies.base import StrategyRequest
+from trainer.strategies.batch import TokenBatch
 from trainer.strategies.from_config import resolve_device, worker_gpus
 from trainer.strategies.token_balance import split_for_workers
 from trainer.strategies.worker_group import TrainWorkerGroup, WorkerSpec

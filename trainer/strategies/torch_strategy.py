@@ -19,9 +19,9 @@ import torch
 from torch import nn
 
 from trainer.algorithms import aggregate_loss, kl_penalty, ppo_policy_loss, value_loss
-from trainer.batch import TokenBatch, micro_batches, pad_values
 from trainer.config import LoraConfig
 from trainer.strategies.base import StrategyRequest
+from trainer.strategies.batch import TokenBatch, micro_batches, pad_values
 from trainer.strategies.frozen_layers import freeze_all_but_last_layers
 from trainer.strategies.logprobs import Layout, score_layout, sequence_logprobs
 from trainer.strategies.packing import checkpoint_layers, supports_packing

@@ -9,8 +9,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from rollenv.extras import MissingExtraError  # noqa: E402
 from trainer.config import ConfigError, load_config  # noqa: E402
-from trainer.extras import MissingExtraError  # noqa: E402
 from trainer.generation.engine_folder import (  # noqa: E402
     engine_model_folder,
     require_cuda_device,

@@ -52,7 +52,7 @@ def test_a_pipeline_trains_one_step_with_env_actors_on_the_second_node(two_nodes
 
     from tests.trainer.two_by_two_lake import TWO_BY_TWO_LAKE
     from trainer.config import load_config
-    from trainer.pipeline import Pipeline
+    from trainer.training.pipeline import Pipeline
 
     config = load_config(
         None,
