@@ -3,6 +3,7 @@ their commands. A broken example fails here, naming its page and line."""
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 import sys
@@ -40,10 +41,28 @@ def test_the_docs_hold_python_examples_and_say_why_any_is_skipped() -> None:
 
 
 @pytest.mark.parametrize("page", PAGES_WITH_PYTHON, ids=_id)
-def test_the_python_examples_of_a_page_run(page: Path, tmp_path, monkeypatch) -> None:
-    monkeypatch.chdir(tmp_path)  # an example that writes files writes them here
-    monkeypatch.setenv("ROLLENV_CACHE", str(tmp_path / "cache"))
-    run_python_blocks(python_blocks(page))
+def test_the_python_examples_of_a_page_run(page: Path, tmp_path) -> None:
+    # a process of its own: a page registers envs, algorithms and strategies, as a reader would
+    run = (
+        "from pathlib import Path\n"
+        "from tests.docs.doc_pages import python_blocks, run_python_blocks\n"
+        f"run_python_blocks(python_blocks(Path({str(page)!r})))\n"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+        "ROLLENV_CACHE": str(tmp_path / "cache"),
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", run],
+        cwd=tmp_path,  # an example that writes files writes them here
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
 
 
 def test_a_broken_example_fails_naming_its_page_and_line(tmp_path) -> None:

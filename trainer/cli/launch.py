@@ -108,7 +108,9 @@ def run_train(args: argparse.Namespace) -> int:
         recorder.close()
     view.close(_summary(args, config, pipeline))
     if suite is not None and not pipeline.stopped_early:
-        return _evaluate_final_checkpoint(args, config, suite)
+        # the train command runs it: this module imports no command
+        args.final_evaluation = _final_evaluation_arguments(args, config, suite)
+        return 0 if args.final_evaluation else 1
     return 0
 
 
@@ -124,25 +126,24 @@ def _leaderboard_suite(args: argparse.Namespace) -> Suite | None:
         raise ConfigError(f"--leaderboard: {error}") from None
 
 
-def _evaluate_final_checkpoint(args: argparse.Namespace, config: Config, suite: Suite) -> int:
-    """``--leaderboard``: the newest checkpoint's model on ``suite``, into ``--db``, as
-    ``roll-agent eval`` runs it (its parser supplies every other setting's default)."""
-    from trainer.cli.eval_command import add_eval_command
+def _final_evaluation_arguments(
+    args: argparse.Namespace, config: Config, suite: Suite
+) -> tuple[list[str], list[str]] | None:
+    """``--leaderboard``: the ``roll-agent eval`` arguments that put the newest checkpoint's
+    model on ``suite``, into ``--db``, and the command line the results record (the suite by
+    its label); ``None``: no checkpoint."""
     from trainer.training.checkpoint import latest_checkpoint
 
     checkpoint = latest_checkpoint(Path(config.train.output_dir))
     if checkpoint is None:
         print("no checkpoint to evaluate on the leaderboard")
-        return 1
+        return None
     model = str(checkpoint / "model")
     options = ["--model", model, "--max-new-tokens", str(config.sampling.max_new_tokens)]
     if getattr(args, "db", None):
         options += ["--db", args.db]
-    parser = argparse.ArgumentParser(prog="roll-agent")
-    add_eval_command(parser.add_subparsers())
-    eval_args = parser.parse_args(["eval", "--suite", str(suite.path), *options])
-    eval_args.command_line = ["eval", "--suite", suite.label, *options]
-    return eval_args.handler(eval_args)
+    arguments = ["eval", "--suite", str(suite.path), *options]
+    return arguments, ["eval", "--suite", suite.label, *options]
 
 
 def _summary(

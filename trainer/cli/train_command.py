@@ -14,6 +14,7 @@ from rollenv.commands.arguments import (
 )
 from rollenv.extras import INSTALL_COMMANDS, require_extra
 from trainer.algorithms.registry import ALGORITHMS
+from trainer.cli.eval_command import add_eval_command
 from trainer.cli.run_options import add_run_options, add_strategy_options, run_with_config
 
 INTERRUPTED = 130
@@ -73,4 +74,15 @@ def add_train_command(commands: argparse._SubParsersAction) -> None:
 def run_train(args: argparse.Namespace) -> int:
     """``roll-agent train``: builds the config and runs the pipeline."""
     require_extra("torch", "train")
-    return run_with_config(args, "run_train")
+    status = run_with_config(args, "run_train")
+    final = getattr(args, "final_evaluation", None)
+    if status != 0 or not final:
+        return status
+    # --leaderboard: the final checkpoint on the suite, as `roll-agent eval` runs it (its parser
+    # supplies every other setting's default)
+    parser = argparse.ArgumentParser(prog="roll-agent")
+    add_eval_command(parser.add_subparsers())
+    arguments, command_line = final
+    eval_args = parser.parse_args(arguments)
+    eval_args.command_line = command_line
+    return eval_args.handler(eval_args)

@@ -13,12 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:  # env manager actors import this module and never need torch
     import torch
-
-    from trainer.generation.continuous import GenerationStream
 
 
 @dataclass(frozen=True)
@@ -95,8 +93,7 @@ class StreamingGenerator(Protocol):
     batching): what an env manager's ``continuous`` schedule and a suite's evaluation need.
     ``isinstance(generator, StreamingGenerator)`` tells whether a generator has it."""
 
-    def stream(
-        self, params: SamplingParams, *, max_step_tokens: int | None = None
-    ) -> GenerationStream:
-        """Opens a stream: requests submitted at any step join the batch as others leave it."""
+    def stream(self, params: SamplingParams, *, max_step_tokens: int | None = None) -> Any:
+        """Opens a stream (a ``trainer.generation.continuous.GenerationStream``): requests
+        submitted at any step join the batch as others leave it."""
         ...
