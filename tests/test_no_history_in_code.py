@@ -28,11 +28,11 @@ def _sources() -> list[Path]:
     )
 
 
-def _history(text: str) -> list[str]:
+def _history(text: str, pattern: re.Pattern[str] = HISTORY) -> list[str]:
     return [
         f"line {number}: {line.strip()}"
         for number, line in enumerate(text.splitlines(), 1)
-        if HISTORY.search(line)
+        if pattern.search(line)
     ]
 
 
@@ -80,19 +80,11 @@ DOC_HISTORY = re.compile(
 )
 
 
-def _doc_history(text: str) -> list[str]:
-    return [
-        f"line {number}: {line.strip()}"
-        for number, line in enumerate(text.splitlines(), 1)
-        if DOC_HISTORY.search(line)
-    ]
-
-
 def test_the_docs_pattern_finds_hashes_issue_numbers_and_dates() -> None:
     number = 5  # written apart, so this file holds no issue number itself
     text = f"fixed in c726af0\nsee issue {number}\non 2026-12-06\nin December 2026\n"
     text += "ok: 1e-5, 4096, decade, a1b2c3\n"
-    assert [line.split(":")[0] for line in _doc_history(text)] == [
+    assert [line.split(":")[0] for line in _history(text, DOC_HISTORY)] == [
         "line 1",
         "line 2",
         "line 3",
@@ -109,6 +101,6 @@ def test_readme_and_docs_hold_no_hashes_issue_numbers_or_dates_outside_the_chang
     found = {
         str(path.relative_to(REPO_ROOT)): lines
         for path in files
-        if (lines := _doc_history(path.read_text(encoding="utf-8")))
+        if (lines := _history(path.read_text(encoding="utf-8"), DOC_HISTORY))
     }
     assert found == {}
