@@ -137,14 +137,19 @@ class EnvSpec:
             >>> rollenv.spec("Sokoban-v0").takes("defer_reward")
             False
         """
-        import importlib
         import inspect
 
-        entry_point = self.entry_point
-        if isinstance(entry_point, str):
-            module, _, name = entry_point.partition(":")
-            entry_point = getattr(importlib.import_module(module), name)
-        return keyword in inspect.signature(entry_point).parameters
+        return keyword in inspect.signature(self.load_entry_point()).parameters
+
+    def load_entry_point(self) -> Callable[..., gym.Env]:
+        """The class or function that builds the env, its module imported if named by a
+        ``"module:Class"`` string."""
+        import importlib
+
+        if isinstance(self.entry_point, str):
+            module, _, name = self.entry_point.partition(":")
+            return getattr(importlib.import_module(module), name)
+        return self.entry_point
 
     @property
     def gymnasium_id(self) -> str:

@@ -171,27 +171,21 @@ def _example_episode(env_id: str) -> str | None:
 
 
 def _class_of(spec: Any) -> type | None:
-    entry = spec.entry_point
-    if callable(entry):
-        return entry if inspect.isclass(entry) else None
-    module_name, _, attribute = entry.partition(":")
     try:
-        import importlib
-
-        return getattr(importlib.import_module(module_name), attribute)
-    except Exception:  # noqa: BLE001
+        entry = spec.load_entry_point()
+    except Exception:  # noqa: BLE001 - a page without the class's docstring still lists the id
         return None
+    return entry if inspect.isclass(entry) else None
 
 
 def _family_docstring(family: str) -> str:
     import importlib
 
-    for name in (f"environments.{family}", "rollenv.mixture" if family == "rollenv" else ""):
-        if not name:
-            continue
-        with contextlib.suppress(ImportError):
-            return inspect.getdoc(importlib.import_module(name)) or ""
-    return ""
+    name = "rollenv.mixture" if family == "rollenv" else f"environments.{family}"
+    try:
+        return inspect.getdoc(importlib.import_module(name)) or ""
+    except ImportError:
+        return ""
 
 
 def _docstring_blocks(doc: str) -> list[str]:
@@ -374,10 +368,8 @@ def copy_results() -> None:
     """``benchmarks/results/**`` as ``results/**`` of the site."""
     root = REPO / "benchmarks" / "results"
     for path in sorted(root.rglob("*")):
-        if path.is_file() and path.suffix in {".png", ".json", ".svg", ".log", ".md"}:
+        if path.is_file() and path.suffix in {".png", ".json", ".svg", ".log"}:
             target = f"results/{path.relative_to(root).as_posix()}"
-            if path.suffix == ".md":
-                continue  # a study's notes: linked from the benchmark pages as files on GitHub
             with mkdocs_gen_files.open(target, "wb") as copy, path.open("rb") as source:
                 shutil.copyfileobj(source, copy)
 
