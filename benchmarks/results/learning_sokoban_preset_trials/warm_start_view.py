@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from learning_sokoban import Evaluator  # noqa: E402
 
 from trainer.config import load_config  # noqa: E402
-from trainer.sft import OracleSFT  # noqa: E402
+from trainer.training.sft import OracleSFT  # noqa: E402
 
 
 def main(name: str, minutes: str, threads: str, *overrides: str) -> None:
