@@ -304,6 +304,21 @@ def test_sft_resumes_from_its_checkpoint_with_new_episodes(tmp_path):
     assert first.train(max_seconds=0) == {}  # a spent time budget trains nothing
 
 
+def test_a_callers_time_limit_shows_on_the_warm_start_bar_instead_of_its_step_count(tmp_path):
+    # a benchmark ends the warm start by the clock with a huge episode count: the bar must not
+    # read "step 3/250000 eta 200h"
+    config = load_config(
+        None,
+        [*BASE, "sft.batch_sequences=2", "sft.episodes=100000", f"train.output_dir={tmp_path}"],
+    )
+    lines: list[str] = []
+    sft = OracleSFT(config, log=lines.append)
+    sft.train(max_steps=2, max_seconds=3600)
+    steps = [line for line in lines if line.startswith("warm start step")]
+    assert steps and all("/" not in line.split()[3] for line in steps)
+    assert all(" of 1h00m" in line for line in steps)
+
+
 def test_sft_learns_the_oracle_replies(tmp_path):
     config = load_config(
         None,
