@@ -35,8 +35,13 @@ class Policy(Protocol):
 
 
 def text_env_of(env: gym.Env) -> TextEnv:
-    """The ``TextEnv`` beneath any wrappers, or a clear error if there is none."""
+    """The ``TextEnv`` beneath any wrappers (in the ``tools`` format, the text env it plays), or
+    a clear error if there is none."""
+    from rollenv.tool_calls import ToolCallEnv
+
     inner = env.unwrapped
+    if isinstance(inner, ToolCallEnv):
+        return inner.text_env
     if not isinstance(inner, TextEnv):
         raise TypeError(f"{type(inner).__name__} is not a rollenv TextEnv")
     return inner
@@ -52,13 +57,63 @@ class RandomPolicy:
     """
 
     def __init__(self, env: gym.Env, seed: int | None = None, actions_per_turn: int = 1):
+        from rollenv.tool_calls import tool_env_of
+
         self._env = text_env_of(env)
+        self._tool_env = tool_env_of(env)
         self._rng = random.Random(seed)
         self._count = max(1, min(actions_per_turn, self._env.answer_format.max_actions))
+        self._turn = 0
 
     def act(self, observation: str, info: dict[str, Any]) -> str:
+        """A reply of random action words; for an env in the ``tools`` format, the assistant
+        message that makes the same moves.
+
+        Example:
+            >>> import json, rollenv
+            >>> env = rollenv.make("FrozenLake-v0", action_format="tools")
+            >>> _ = env.reset(seed=0)
+            >>> message = json.loads(RandomPolicy(env, seed=1).act("", {}))
+            >>> message["tool_calls"][0]["function"]["name"]
+            'move'
+        """
         words = self._env.action_words
-        return self._env.answer_format.wrap([self._rng.choice(words) for _ in range(self._count)])
+        reply = self._env.answer_format.wrap([self._rng.choice(words) for _ in range(self._count)])
+        if self._tool_env is None:
+            return reply
+        from rollenv.tool_calls import reply_as_message
+
+        self._turn += 1
+        return reply_as_message(self._tool_env, reply, call_prefix=f"call_{self._turn}")
+
+
+class ToolCallingPolicy:
+    """A text policy made to speak the ``tools`` action format: it reads the text env's
+    observation (not the JSON of tool messages) and its reply becomes the assistant message
+    that makes the same move (``rollenv.tool_calls.reply_as_message``).
+
+    ``oracle_for`` returns one for an env made with ``action_format="tools"``
+    (``RandomPolicy`` speaks both formats itself).
+    """
+
+    def __init__(self, policy: Policy, env: gym.Env) -> None:
+        self.policy = policy
+        self._env = env
+        self._text_env = text_env_of(env)
+        self._turn = 0
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        from rollenv.tool_calls import reply_as_message
+
+        self._turn += 1
+        reply = self.policy.act(self._text_env.render(), info)
+        return reply_as_message(self._env, reply, call_prefix=f"call_{self._turn}")
+
+
+def _in_env_format(policy: Policy, env: gym.Env) -> Policy:
+    from rollenv.tool_calls import tool_env_of
+
+    return policy if tool_env_of(env) is None else ToolCallingPolicy(policy, env)
 
 
 def has_oracle(spec: EnvSpec) -> bool:
@@ -88,7 +143,7 @@ def oracle_for(env: gym.Env) -> Policy:
         raise NotImplementedError(f"{type(inner).__name__} has no oracle policy")
     module_name, _, attribute = target.partition(":")
     oracle_class = getattr(importlib.import_module(module_name), attribute)
-    return oracle_class(env)
+    return _in_env_format(oracle_class(env), env)
 
 
 @dataclass(frozen=True)

@@ -100,6 +100,31 @@ class _Unavailable:
 
 
 @dataclass(frozen=True)
+class _FormatChoosingBuilder:
+    """Gymnasium's entry point of a registered id: builds the env from the spec's entry point
+    and takes ``action_format`` (``"text"`` or ``"tools"``) for every env, whatever its
+    constructor takes."""
+
+    env_spec: EnvSpec
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        # gymnasium.make reads the render modes off its entry point
+        return dict(getattr(self.env_spec.load_entry_point(), "metadata", {}))
+
+    def __call__(self, *, action_format: str = "text", **kwargs: Any) -> gym.Env:
+        from rollenv.tool_calls import ACTION_FORMATS, ToolCallEnv
+
+        if action_format not in ACTION_FORMATS:
+            raise ValueError(
+                f"action_format must be one of {', '.join(map(repr, ACTION_FORMATS))}, "
+                f"got {action_format!r}"
+            )
+        env = self.env_spec.load_entry_point()(**kwargs)
+        return ToolCallEnv(env) if action_format == "tools" else env
+
+
+@dataclass(frozen=True)
 class EnvSpec:
     """Everything needed to build one registered env.
 
@@ -264,7 +289,7 @@ class EnvRegistry(Mapping[str, EnvSpec]):
             gym.registry.pop(spec.gymnasium_id, None)
         gym.register(
             id=spec.gymnasium_id,
-            entry_point=spec.entry_point,
+            entry_point=_FormatChoosingBuilder(spec),
             max_episode_steps=spec.max_episode_steps,
             kwargs=dict(spec.kwargs),
         )
@@ -450,7 +475,9 @@ def make(env_id: str, **kwargs: Any) -> gym.Env:
         env_id: an id (``"Sokoban-v0"``), the same in any case, or a family's short name
             (``"sokoban"``).
         **kwargs: override the spec's keyword arguments; ``max_episode_steps`` and
-            ``disable_env_checker`` are Gymnasium's.
+            ``disable_env_checker`` are Gymnasium's. ``action_format="tools"`` offers the
+            env's actions as OpenAI tool calls (``rollenv.tool_calls``); ``"text"`` (the
+            default) reads them from the reply's text.
 
     Raises:
         UnknownEnvError: the id is not registered; the message lists the closest ids.

@@ -38,9 +38,17 @@ from typing import Any
 
 import gymnasium as gym
 
-from rollenv.policies import Policy, RandomPolicy, oracle_for, run_episode, text_env_of
+from rollenv.policies import (
+    Policy,
+    RandomPolicy,
+    ToolCallingPolicy,
+    oracle_for,
+    run_episode,
+    text_env_of,
+)
 from rollenv.reward_tolerance import RewardTolerance
 from rollenv.text_env import TextEnv
+from rollenv.tool_calls import tool_env_of
 
 #: the probe that plays random action words: a baseline, never counted as gaming
 RANDOM_BASELINE = "random action words"
@@ -289,18 +297,24 @@ def check_reward(
         result = run_episode(env, policy, seed=seed, options=options and options(seed))
         return result.total_reward, result.success
 
+    tools = tool_env_of(env) is not None
+
+    def in_format(policy: Policy) -> Policy:
+        # in the tools format each probe's reply is sent as the call that makes the same move
+        return ToolCallingPolicy(policy, env) if tools else policy
+
     policies: dict[str, Callable[[], Policy]] = {
-        name: (lambda reply=reply: _ReplyPolicy(env, reply))
+        name: (lambda reply=reply: in_format(_ReplyPolicy(env, reply)))
         for name, reply in GENERIC_PROBES.items()
     }
-    if text_env.answer_format.tag is not None:
+    if text_env.answer_format.tag is not None and not tools:  # a call has no tag to rename
         policies["oracle's answer, wrong tag"] = lambda: _WrongTagPolicy(env)
     outcomes: dict[str, list[tuple[int, float, bool]]] = {"oracle": []}
     for index, seed in enumerate(seeds):
         outcomes["oracle"].append((index, *play(oracle_for(env), seed)))
         env.reset(seed=seed, options=options and options(seed))
         family = [
-            (name, lambda name=name: _FamilyProbePolicy(env, name))
+            (name, lambda name=name: in_format(_FamilyProbePolicy(env, name)))
             for name in text_env.task_ignoring_replies()
         ]
         baseline = [(RANDOM_BASELINE, lambda seed=seed: RandomPolicy(env, seed=seed))]

@@ -28,14 +28,17 @@ from __future__ import annotations
 import random
 import re
 from abc import abstractmethod
-from collections.abc import Hashable
-from typing import Any, ClassVar
+from collections.abc import Hashable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import gymnasium as gym
 from gymnasium import spaces
 
 from rollenv.actions import AnswerFormat
 from rollenv.reward_tolerance import RewardTolerance
+
+if TYPE_CHECKING:
+    from rollenv.tool_calls import ActionTool
 
 # Every character an LLM may write, except UTF-16 surrogates (not valid in a Python str that
 # came from decoded text). Built once: gymnasium indexes the charset of a Text space.
@@ -186,6 +189,25 @@ class TextEnv(gym.Env[str, str]):
     def _reset_info(self) -> dict[str, Any]:
         """Extra keys for the ``info`` that ``reset`` returns."""
         return {}
+
+    #: the default tool of ``action_tools``: its name, its argument and what it does
+    tool_name: ClassVar[str] = "act"
+    tool_argument: ClassVar[str] = "action"
+    tool_description: ClassVar[str] = "Takes one action in the environment."
+
+    def action_tools(self) -> Sequence[ActionTool]:
+        """The env's actions as tools, for the ``tools`` action format (``rollenv.tool_calls``).
+
+        By default one tool, ``tool_name(tool_argument)``: an ``enum`` of ``action_words``, or
+        any text for a ``free_form`` env. A family whose actions have parts (a query, a target,
+        a row and a column) offers one tool per kind of action instead.
+        """
+        from rollenv.tool_calls import choice_tool, text_tool
+
+        if self.free_form:
+            return (text_tool(self.tool_name, self.tool_description, self.tool_argument),)
+        words = self.action_words
+        return (choice_tool(self.tool_name, self.tool_description, self.tool_argument, words),)
 
     def task_ignoring_replies(self) -> dict[str, str]:
         """Replies a cheater would try in the current state, by name, that must earn nothing.

@@ -99,6 +99,8 @@ class BabyAIEnv(TextEnv):
         render_mode: ``"ansi"`` or ``None``.
     """
 
+    tool_description = "Takes one action: turn, go forward, pick up, drop or toggle."
+
     oracle: ClassVar[str] = "environments.babyai.oracle:BabyAIOracle"
 
     def __init__(

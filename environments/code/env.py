@@ -82,6 +82,9 @@ class CodeSandboxEnv(TextEnv):
 
     free_form = True
     oracle = "environments.code.oracle:CodeOracle"
+    tool_name = "submit"
+    tool_argument = "code"
+    tool_description = "Submits the complete Python function; hidden unit tests grade it."
 
     def __init__(
         self,

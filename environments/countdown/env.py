@@ -55,6 +55,9 @@ class CountdownEnv(TextEnv):
     oracle = "environments.countdown.oracle:CountdownOracle"
     #: any well-formed expression is an action; ``action_words`` are sample replies
     free_form: ClassVar[bool] = True
+    tool_name = "answer"
+    tool_argument = "expression"
+    tool_description = "Answers with an arithmetic expression that uses the given numbers."
 
     def __init__(
         self,

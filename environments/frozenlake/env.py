@@ -58,6 +58,9 @@ class FrozenLakeEnv(TextEnv):
     """
 
     oracle = "environments.frozenlake.oracle:FrozenLakeOracle"
+    tool_name = "move"
+    tool_argument = "direction"
+    tool_description = "Moves one cell on the frozen lake."
 
     def __init__(
         self,

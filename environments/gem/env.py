@@ -119,6 +119,9 @@ class GemEnv(LibraryGameEnv):
     """
 
     free_form: ClassVar[bool] = True
+    tool_name = "move"
+    tool_argument = "move"
+    tool_description = "Makes a move in the game, written as the rules say."
     library: ClassVar[str] = "GEM"
     error_key: ClassVar[str] = "gem_error"
 

@@ -92,6 +92,9 @@ class InstructionFollowingEnv(TextEnv):
 
     oracle = "environments.instruction_following.oracle:InstructionFollowingOracle"
     free_form: ClassVar[bool] = True
+    tool_name = "answer"
+    tool_argument = "text"
+    tool_description = "Gives the response to the task."
 
     def __init__(
         self,

@@ -77,6 +77,9 @@ class JudgedAnswerEnv(TextEnv):
 
     oracle = "environments.judged_answer.oracle:JudgedAnswerOracle"
     free_form: ClassVar[bool] = True
+    tool_name = "answer"
+    tool_argument = "text"
+    tool_description = "Gives the final answer."
 
     def __init__(
         self,

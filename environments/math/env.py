@@ -34,6 +34,7 @@ from environments.math.verify import extract_answer, is_correct
 from rollenv.actions import AnswerFormat, tag_contents
 from rollenv.shadowing import import_hub_package
 from rollenv.text_env import TextEnv
+from rollenv.tool_calls import ActionTool, text_tool
 
 _NUMBERS = re.compile(r"-?\d+(?:\.\d+)?")
 # a run of numbers joined by arithmetic operators (brackets and signs allowed), or a $...$ span
@@ -144,6 +145,33 @@ class MathEnv(TextEnv):
     @property
     def action_words(self) -> tuple[str, ...]:
         return ("0", "1", "42")
+
+    def action_tools(self) -> tuple[ActionTool, ...]:
+        answer = text_tool("answer", "Gives the final answer (a number or a LaTeX expression).",
+                           "value")  # fmt: skip
+        if not self.max_tool_calls:
+            return (answer,)
+
+        def python_code(reply: str) -> dict[str, Any] | None:
+            code = tag_contents(reply, "python")
+            if extract_answer(reply) is None and code and code[-1].strip():
+                return {"code": code[-1]}
+            return None
+
+        python = ActionTool(
+            "python",
+            "Runs Python code in a session whose variables persist; you see what it prints.",
+            {
+                "type": "object",
+                "properties": {"code": {"type": "string", "minLength": 1}},
+                "required": ["code"],
+                "additionalProperties": False,
+            },
+            to_answer=lambda arguments: f"<python>{arguments['code']}</python>",
+            from_answer=python_code,
+            whole_reply=True,
+        )
+        return (python, answer)
 
     def _new_episode(self, rng: random.Random, options: dict[str, Any] | None) -> None:
         self.close_session()

@@ -44,6 +44,7 @@ from environments.mcp_tools.client import (
 from environments.mcp_tools.world import DIFFICULTIES, Task, World, generate, is_correct, numbers_in
 from rollenv.actions import AnswerFormat
 from rollenv.text_env import TextEnv, in_text_space, shortened
+from rollenv.tool_calls import ActionTool, templated_tool
 
 SERVER_COMMAND = (sys.executable, "-m", "environments.mcp_tools.server")
 #: the server's tools whose name starts with this are the env's (``admin_load_world``), never
@@ -208,6 +209,38 @@ class MCPToolsEnv(TextEnv):
             'call[read_file]{"path": "notes/readme.txt"}',
             'call[calculate]{"expression": "2 + 2"}',
             "answer[0]",
+        )
+
+    def action_tools(self) -> tuple[ActionTool, ...]:
+        """The server's own tools, as it lists them, and ``answer``: a call to a server tool
+        is the text action ``call[name]{arguments}``."""
+        tools = [self._server_tool(spec) for spec in self.tools]
+        answer = templated_tool(
+            "answer",
+            "Gives the final answer; the episode ends.",
+            "answer[{value}]",
+            {"value": {"type": "string", "minLength": 1}},
+        )
+        return (*tools, answer)  # fmt: skip
+
+    @staticmethod
+    def _server_tool(spec: ToolSpec) -> ActionTool:
+        def from_answer(text: str) -> dict[str, Any] | None:
+            call = _CALL.fullmatch(text)
+            if call is None or call.group(1) != spec.name:
+                return None
+            try:
+                arguments = json.loads(call.group(2)) if call.group(2) else {}
+            except (ValueError, RecursionError):
+                return None
+            return arguments if isinstance(arguments, dict) else None
+
+        return ActionTool(
+            spec.name,
+            spec.description,
+            spec.input_schema or {"type": "object"},
+            to_answer=lambda arguments: f"call[{spec.name}]{json.dumps(arguments)}",
+            from_answer=from_answer,
         )
 
     def _new_episode(self, rng: random.Random, options: dict[str, Any] | None) -> None:

@@ -26,6 +26,7 @@ from environments.minesweeper.board import FLAG, HIDDEN, MINE, Minefield
 from environments.minesweeper.generator import Layout, check_settings, generate_layout
 from rollenv.actions import AnswerFormat
 from rollenv.text_env import TextEnv
+from rollenv.tool_calls import ActionTool, templated_tool
 
 REVEAL, FLAG_ACTION = "reveal", "flag"
 
@@ -102,6 +103,18 @@ class MinesweeperEnv(TextEnv):
     @property
     def action_words(self) -> tuple[str, ...]:
         return self._words
+
+    def action_tools(self) -> tuple[ActionTool, ...]:
+        cell = {
+            "row": {"type": "integer", "minimum": 1, "maximum": self.rows},
+            "col": {"type": "integer", "minimum": 1, "maximum": self.cols},
+        }
+        return (
+            templated_tool(REVEAL, "Reveals a cell (rows and columns count from 1).",
+                           f"{REVEAL} {{row}} {{col}}", cell),
+            templated_tool(FLAG_ACTION, "Flags a cell as a mine, or unflags it.",
+                           f"{FLAG_ACTION} {{row}} {{col}}", cell),
+        )  # fmt: skip
 
     def _new_episode(self, rng: random.Random, options: dict[str, Any] | None) -> None:
         if options and "mines" in options:

@@ -31,6 +31,7 @@ from environments.searchqa.corpus import CORPUS_SIZES, Corpus, Passage, load_cor
 from environments.searchqa.questions import Question, draw_question
 from rollenv.actions import AnswerFormat
 from rollenv.text_env import TextEnv
+from rollenv.tool_calls import ActionTool, templated_tool
 
 _ACTION = re.compile(r"(search|answer)\[(.*)\]", re.IGNORECASE | re.DOTALL)
 
@@ -119,6 +120,13 @@ class SearchQAEnv(TextEnv):
             return ("search[founded]", "answer[unknown]")
         values = dict.fromkeys(v for p in self.results for v in p.values)
         return (f"search[{self.question.text}]", *(f"answer[{v}]" for v in values))
+
+    def action_tools(self) -> tuple[ActionTool, ...]:
+        text = {"type": "string", "minLength": 1}
+        return (
+            templated_tool("search", "Searches the passages.", "search[{query}]", {"query": text}),
+            templated_tool("answer", "Gives the final answer.", "answer[{text}]", {"text": text}),
+        )
 
     def _new_episode(self, rng: random.Random, options: dict[str, Any] | None) -> None:
         if options and "question" in options:

@@ -76,6 +76,9 @@ class SokobanEnv(TextEnv):
     """
 
     oracle = "environments.sokoban.oracle:SokobanOracle"
+    tool_name = "move"
+    tool_argument = "direction"
+    tool_description = "Moves the player one cell, pushing a box in the way."
 
     def __init__(
         self,

@@ -30,6 +30,7 @@ from environments.sudoku.generator import SudokuPuzzle, generate_puzzle
 from environments.sudoku.solver import Shape, count_solutions, solve
 from rollenv.actions import AnswerFormat
 from rollenv.text_env import TextEnv
+from rollenv.tool_calls import ActionTool, templated_tool
 
 #: the box shape of each supported grid size
 BOX_SHAPES = {4: Shape(2, 2), 6: Shape(2, 3), 9: Shape(3, 3)}
@@ -127,6 +128,17 @@ class SudokuEnv(TextEnv):
     @property
     def action_words(self) -> tuple[str, ...]:
         return self._words
+
+    def action_tools(self) -> tuple[ActionTool, ...]:
+        size = {"type": "integer", "minimum": 1, "maximum": self.shape.side}
+        return (
+            templated_tool(
+                "place",
+                "Writes a digit into an empty cell (rows and columns count from 1).",
+                "{row} {col} {digit}",
+                {"row": size, "col": size, "digit": size},
+            ),
+        )
 
     def _new_episode(self, rng: random.Random, options: dict[str, Any] | None) -> None:
         if options and "puzzle" in options:

@@ -32,6 +32,7 @@ from environments.text_to_sql.results import same_result
 from environments.text_to_sql.schema import DOMAINS
 from rollenv.actions import AnswerFormat
 from rollenv.text_env import TextEnv, in_text_space, shortened
+from rollenv.tool_calls import ActionTool, templated_tool
 
 SHOWN_ROWS = 20
 SHOWN_CELL_CHARS = 60
@@ -86,6 +87,9 @@ class TextToSQLEnv(TextEnv):
     oracle = "environments.text_to_sql.oracle:TextToSQLOracle"
     #: any non-empty answer is a query, and so an action
     free_form: ClassVar[bool] = True
+    tool_name = "answer"
+    tool_argument = "query"
+    tool_description = "Answers with one SQLite query; its result is compared with the right one."
 
     def __init__(
         self,
@@ -262,6 +266,15 @@ class InteractiveTextToSQLEnv(TextToSQLEnv):
     def action_words(self) -> tuple[str, ...]:
         explore = [f"sql[{sql} LIMIT 5]" for sql in self._table_queries()]
         return (*explore, "answer[SELECT 1]") if explore else ("sql[SELECT 1]", "answer[SELECT 1]")
+
+    def action_tools(self) -> tuple[ActionTool, ...]:
+        query = {"query": {"type": "string", "minLength": 1}}
+        return (
+            templated_tool("run_sql", "Runs a query and shows its result (no reward).",
+                           "sql[{query}]", query),
+            templated_tool("answer", "Answers with the final query; the episode ends.",
+                           "answer[{query}]", query),
+        )  # fmt: skip
 
     def _parse_action(self, text: str) -> tuple[str, str] | None:
         match = _INTERACTIVE_ACTION.fullmatch(text)

@@ -173,6 +173,9 @@ class TextArenaEnv(LibraryGameEnv):
     """
 
     free_form: ClassVar[bool] = True
+    tool_name = "move"
+    tool_argument = "move"
+    tool_description = "Makes a move in the game, written as the rules say."
     library: ClassVar[str] = "TextArena"
     # No oracle: TextArena ships no solvers, and a two-player game's outcome depends on the
     # opponent; the random policy's success is measured instead (see the package docstring).

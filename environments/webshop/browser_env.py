@@ -40,7 +40,7 @@ from environments.webshop.browser import (
 from environments.webshop.data import ShopData, shop_data
 from environments.webshop.deps import require
 from environments.webshop.difficulty import DEFAULT_DIFFICULTY
-from environments.webshop.env import SUCCESS_REWARD, describe_rules, parse_action
+from environments.webshop.env import SUCCESS_REWARD, describe_rules, parse_action, shop_tools
 from environments.webshop.instructions import Goal
 from environments.webshop.pages import MAX_QUERY_LENGTH, normalize_label
 from environments.webshop.server import (
@@ -51,6 +51,7 @@ from environments.webshop.server import (
 )
 from rollenv.actions import AnswerFormat
 from rollenv.text_env import TextEnv
+from rollenv.tool_calls import ActionTool
 
 _READ_PAGE = """() => ({
   text: document.body.innerText,
@@ -222,6 +223,11 @@ class WebShopHTMLEnv(TextEnv):
                 *words,
             ]
         return tuple(words)
+
+    def action_tools(self) -> tuple[ActionTool, ...]:
+        if self._page is None:
+            return shop_tools(True, [])
+        return shop_tools(self.state.search_bar, self.state.labels)
 
     def _new_episode(self, rng: random.Random, options: dict[str, Any] | None) -> None:
         number = rng.getrandbits(62)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from environments.webshop.instructions import Goal
 from environments.webshop.pages import DONE, Shop
 from rollenv.actions import AnswerFormat
 from rollenv.text_env import TextEnv
+from rollenv.tool_calls import ActionTool, templated_tool
 
 ACTION_PATTERN = re.compile(r"(search|click)\s*\[(.*)\]", re.IGNORECASE | re.DOTALL)
 SUCCESS_REWARD = 1.0 - 1e-9
@@ -49,6 +51,28 @@ def parse_action(text: str) -> tuple[str, str] | None:
     if match is None:
         return None
     return match.group(1).lower(), match.group(2)
+
+
+def shop_tools(search_bar: bool, labels: Sequence[str]) -> tuple[ActionTool, ...]:
+    """WebShop's actions as tools: ``click(target)`` among the page's buttons and products, and
+    ``search(query)`` where the page has a search bar.
+
+    Example:
+        >>> [tool.name for tool in shop_tools(True, ["Next >", "B0123"])]
+        ['search', 'click']
+    """
+    tools = []
+    if search_bar:
+        query = {"query": {"type": "string", "minLength": 1}}
+        tools.append(templated_tool("search", "Searches the shop.", "search[{query}]", query))
+    if labels:
+        target = {"target": {"type": "string", "enum": list(dict.fromkeys(labels))}}
+        tools.append(
+            templated_tool(
+                "click", "Clicks a button, a product or an option.", "click[{target}]", target
+            )
+        )
+    return tuple(tools)
 
 
 def describe_rules(answer_format: AnswerFormat) -> str:
@@ -144,6 +168,11 @@ class WebShopEnv(TextEnv):
                 *words,
             ]
         return tuple(words)
+
+    def action_tools(self) -> tuple[ActionTool, ...]:
+        if self.shop is None:
+            return shop_tools(True, [])
+        return shop_tools(self.shop.has_search_bar, self.shop.available())
 
     def _current(self) -> Shop:
         if self.shop is None:

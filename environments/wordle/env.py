@@ -29,6 +29,7 @@ from environments.wordle import words as word_lists
 from environments.wordle.feedback import GREEN, describe, feedback
 from rollenv.actions import AnswerFormat
 from rollenv.text_env import TextEnv
+from rollenv.tool_calls import ActionTool, text_tool
 
 #: games are numbered from 1 to this (0 is a secret given by ``reset(options={"secret": ...})``)
 GAME_NUMBERS = 99_999
@@ -104,6 +105,11 @@ class WordleEnv(TextEnv):
     @property
     def action_words(self) -> tuple[str, ...]:
         return self.words
+
+    def action_tools(self) -> tuple[ActionTool, ...]:
+        # the dictionary has about 10,000 words: a pattern, where an enum would fill a prompt
+        pattern = f"^[A-Za-z]{{{self.word_length}}}$"
+        return (text_tool("guess", "Guesses a word of the dictionary.", "word", pattern=pattern),)
 
     def _new_episode(self, rng: random.Random, options: dict[str, Any] | None) -> None:
         if options and "secret" in options:

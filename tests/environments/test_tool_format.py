@@ -1,0 +1,277 @@
+"""Every registered id in the ``tools`` action format: the same game as in text, through calls."""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+
+import jsonschema
+import pytest
+from gymnasium.utils.env_checker import check_env
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import rollenv
+from rollenv.policies import RandomPolicy, oracle_for, run_episode, text_env_of
+from tests.environments.test_all_envs import (
+    ADAPTED_IDS,
+    ALL_IDS,
+    ORACLE_ELSEWHERE,
+    REWARD_IDS,
+    SLOW_RESET_IDS,
+    SLOW_REWARD_IDS,
+    _params,
+)
+
+# the oracle's episodes in both formats: ids whose oracle runs elsewhere still run here, on
+# fewer seeds, as every id must match
+PARITY_SEEDS = {"WebShopHTML-v0": 1, "CodeSandbox-v0": 2, "CodeSandboxMultiTurn-v0": 2}
+
+
+def _tools(env_id: str, **kwargs):
+    return rollenv.make(env_id, action_format="tools", **kwargs)
+
+
+def _message(*calls: tuple[str, object], call_id: str | None = "call_1") -> str:
+    entries = []
+    for number, (name, arguments) in enumerate(calls, start=1):
+        text = arguments if isinstance(arguments, str) else json.dumps(arguments)
+        entry = {"type": "function", "function": {"name": name, "arguments": text}}
+        if call_id is not None:
+            entry["id"] = f"{call_id}_{number}"
+        entries.append(entry)
+    return json.dumps({"role": "assistant", "content": None, "tool_calls": entries})
+
+
+@pytest.mark.parametrize("env_id", _params(ALL_IDS))
+def test_check_env_passes_in_the_tools_format(env_id):
+    env = _tools(env_id)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            check_env(env.unwrapped)
+        assert [str(w.message) for w in caught] == []
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("env_id", _params(ALL_IDS))
+def test_every_step_offers_openai_tools_with_valid_schemas(env_id):
+    env = _tools(env_id)
+    try:
+        obs, info = env.reset(seed=0)
+        text_obs, _ = rollenv.make(env_id).reset(seed=0)
+        assert obs == text_obs  # the first observation is the text format's
+        policy = RandomPolicy(env, seed=0)
+        for _ in range(3):
+            tools = info["tools"]
+            assert tools, "an env offers at least one tool"
+            names = [tool["function"]["name"] for tool in tools]
+            assert len(set(names)) == len(names)
+            for tool in tools:
+                assert tool["type"] == "function"
+                assert set(tool["function"]) == {"name", "description", "parameters"}
+                jsonschema.validators.validator_for(tool["function"]["parameters"]).check_schema(
+                    tool["function"]["parameters"]
+                )
+            obs, reward, terminated, truncated, info = env.step(policy.act(obs, info))
+            messages = json.loads(obs)
+            assert messages == info["tool_messages"]
+            assert all(m["role"] in ("tool", "user") for m in messages)
+            if env_id not in ADAPTED_IDS:  # the game's own rules judge a move there
+                assert info["metrics"]["action_is_valid"] is True
+                assert [m["role"] for m in messages] == ["tool"]
+            if terminated or truncated:
+                break
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("env_id", _params(REWARD_IDS))
+def test_the_oracle_plays_the_same_episodes_in_both_formats(env_id):
+    seeds = range(PARITY_SEEDS.get(env_id, 1 if env_id in SLOW_RESET_IDS else 3))
+    outcomes = {}
+    for action_format in ("text", "tools"):
+        env = rollenv.make(env_id, action_format=action_format)
+        try:
+            outcomes[action_format] = [
+                run_episode(env, oracle_for(env), seed=seed) for seed in seeds
+            ]
+        finally:
+            env.close()
+    for text, tools in zip(outcomes["text"], outcomes["tools"], strict=True):
+        assert (tools.success, tools.turns, tools.valid_turns) == (
+            text.success,
+            text.turns,
+            text.valid_turns,
+        )
+        assert tools.total_reward == pytest.approx(text.total_reward)
+    if env_id not in ORACLE_ELSEWHERE and text_env_of(env).deterministic:
+        assert all(result.success for result in outcomes["tools"])
+
+
+@pytest.mark.parametrize(
+    "env_id",
+    [pytest.param(i, marks=pytest.mark.slow) if i in SLOW_REWARD_IDS else i for i in REWARD_IDS],
+)
+def test_no_task_ignoring_reply_earns_reward_in_the_tools_format(env_id):
+    env = _tools(env_id)
+    try:
+        seeds = range(min(SLOW_REWARD_IDS.get(env_id, 4), 4))
+        report = rollenv.check_reward(env, seeds=seeds)
+        deterministic = text_env_of(env).deterministic
+    finally:
+        env.close()
+    assert report.oracle.success_rate == 1.0 if deterministic else report.oracle.success_rate > 0
+
+
+def test_a_call_is_the_text_action_it_stands_for():
+    text, tools = rollenv.make("Sokoban-v0"), _tools("Sokoban-v0")
+    assert text.reset(seed=3)[0] == tools.reset(seed=3)[0]
+    for direction in ("Down", "Right", "Up", "Left"):
+        expected = text.step(f"<answer>{direction}</answer>")
+        obs, reward, terminated, truncated, info = tools.step(
+            _message(("move", {"direction": direction}))
+        )
+        assert json.loads(obs) == [
+            {"role": "tool", "tool_call_id": "call_1_1", "content": expected[0]}
+        ]
+        assert (reward, terminated, truncated) == expected[1:4]
+        assert info["metrics"] == expected[4]["metrics"]
+
+
+def test_several_calls_in_one_message_run_in_order_up_to_the_envs_actions_per_turn():
+    text = rollenv.make("Sokoban-v0", max_actions_per_turn=2)
+    tools = _tools("Sokoban-v0", max_actions_per_turn=2)
+    text.reset(seed=3), tools.reset(seed=3)
+    expected = text.step("<answer>Down || Right</answer>")
+    obs, reward, *_ = tools.step(
+        _message(("move", {"direction": "Down"}), ("move", {"direction": "Right"}))
+    )
+    messages = json.loads(obs)
+    assert [m["tool_call_id"] for m in messages] == ["call_1_1", "call_1_2"]
+    assert messages[-1]["content"] == expected[0] and reward == expected[1]
+    three = _message(*[("move", {"direction": "Up"})] * 3)
+    obs, reward, *_, info = tools.step(three)
+    assert reward == -0.1 and info["metrics"]["action_is_valid"] is False
+    assert "3 tool calls in one message; at most 2" in json.loads(obs)[0]["content"]
+
+
+@pytest.mark.parametrize(
+    ("message", "reason"),
+    [
+        ("Up", "not JSON"),
+        ('{"role": "assistant", "content": "Up"}', "calls no tool"),
+        (_message(("jump", {})), "unknown tool 'jump': call one of move"),
+        (_message(("move", "{direction: Up")), "are not JSON"),
+        (_message(("move", {"direction": 3})), "direction: 3 is not one of"),
+        (_message(("move", {"direction": "Up", "speed": 2})), "Additional properties"),
+        (_message(("move", {"direction": "Up"}), call_id=None), "needs an id"),
+        ("[1, 2]", "must be a JSON object"),
+    ],
+)
+def test_a_message_the_env_cannot_run_is_a_penalised_no_op_that_says_why(message, reason):
+    env = _tools("Sokoban-v0")
+    first, _ = env.reset(seed=3)
+    obs, reward, terminated, truncated, info = env.step(message)
+    assert (reward, terminated, info["metrics"]["action_is_valid"]) == (-0.1, False, False)
+    assert text_env_of(env).render() == first  # nothing moved
+    (reply,) = json.loads(obs)
+    assert reason in reply["content"] and reply["content"].endswith(first)
+
+
+def test_a_call_the_schema_allows_but_the_game_refuses_is_invalid():
+    env = _tools("Minesweeper-v0")
+    env.reset(seed=0)
+    obs, reward, terminated, truncated, info = env.step(_message(("reveal", {"row": 1, "col": 1})))
+    assert info["metrics"]["action_is_valid"] is True
+    # a reveal of an already revealed cell is a valid call the game may take as a no-op;
+    # a flag beyond the board breaks the schema's maximum
+    obs, reward, *_, info = env.step(_message(("flag", {"row": 99, "col": 1})))
+    assert info["metrics"]["action_is_valid"] is False
+    assert "99 is greater than the maximum" in json.loads(obs)[0]["content"]
+
+
+def test_an_unknown_action_format_names_the_allowed_ones():
+    with pytest.raises(ValueError, match="action_format must be one of 'text', 'tools'"):
+        rollenv.make("Sokoban-v0", action_format="tool")
+
+
+def test_gymnasium_make_takes_the_action_format():
+    import gymnasium
+
+    env = gymnasium.make("rollenv/SimpleSokoban-v0", action_format="tools")
+    _, info = env.reset(seed=0)
+    assert info["tools"][0]["function"]["name"] == "move"
+
+
+# garbage a model or a client may send: texts, JSON of any shape, calls with every field
+# wrong, many calls, huge arguments
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+_names = st.sampled_from(["move", "answer", "search", "click", "submit", "act", "x", ""])
+_call = st.fixed_dictionaries(
+    {},
+    optional={
+        "id": st.one_of(st.text(max_size=8), st.integers(), st.just("c" * 300)),
+        "type": st.just("function"),
+        "function": st.one_of(
+            _json,
+            st.fixed_dictionaries(
+                {"name": st.one_of(_names, _json)},
+                optional={"arguments": st.one_of(st.text(max_size=30), _json.map(json.dumps))},
+            ),
+        ),
+    },
+)
+garbage = st.one_of(
+    st.text(),
+    _json.map(json.dumps),
+    st.lists(_call, max_size=4).map(lambda calls: json.dumps({"tool_calls": calls})),
+    st.just(
+        json.dumps(
+            {"tool_calls": [{"id": str(i), "function": {"name": "move"}} for i in range(1000)]}
+        )
+    ),
+    st.just(_message(("move", {"direction": "U" * 1_000_000}))),
+    st.just(_message(("answer", "[" * 100_000))),
+    st.just({"tool_calls": "not a list"}),
+    st.just(None),
+)
+
+
+def _check_garbage(env_id: str, message: object) -> None:
+    env = _tools(env_id)
+    try:
+        env.reset(seed=1)
+        obs, reward, terminated, truncated, info = env.step(message)
+        assert env.observation_space.contains(obs)
+        assert json.loads(obs) == info["tool_messages"]
+        assert isinstance(reward, float) and math.isfinite(reward)
+        assert set(info["metrics"]) >= {"success", "action_is_valid", "action_is_effective"}
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("env_id", ["Sokoban-v0", "WebShop-v0", "MCPTools-v0", "MathTool-v0"])
+@settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(message=garbage)
+def test_garbage_messages_never_raise(env_id, message):
+    _check_garbage(env_id, message)
+
+
+@pytest.mark.parametrize("env_id", [i for i in ALL_IDS if i not in SLOW_RESET_IDS])
+@settings(
+    max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(message=garbage)
+def test_garbage_messages_never_raise_in_any_env(env_id, message):
+    _check_garbage(env_id, message)
