@@ -110,12 +110,6 @@ class ToolCallingPolicy:
         return reply_as_message(self._env, reply, call_prefix=f"call_{self._turn}")
 
 
-def _in_env_format(policy: Policy, env: gym.Env) -> Policy:
-    from rollenv.tool_calls import tool_env_of
-
-    return policy if tool_env_of(env) is None else ToolCallingPolicy(policy, env)
-
-
 def has_oracle(spec: EnvSpec) -> bool:
     """Whether the env that ``spec`` builds has an oracle, read off its class without building it.
 
@@ -143,7 +137,13 @@ def oracle_for(env: gym.Env) -> Policy:
         raise NotImplementedError(f"{type(inner).__name__} has no oracle policy")
     module_name, _, attribute = target.partition(":")
     oracle_class = getattr(importlib.import_module(module_name), attribute)
-    return _in_env_format(oracle_class(env), env)
+    from rollenv.tool_calls import tool_env_of
+
+    tool_env = tool_env_of(env)
+    if tool_env is None:
+        return oracle_class(env)
+    # the oracle reads the state of the text env the tools format plays
+    return ToolCallingPolicy(oracle_class(tool_env.env), env)
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from trainer.algorithms.registry import (
     UnknownAlgorithmError,
     algorithm_spec,
 )
-from trainer.name_choices import listed
+from trainer.name_choices import listed, unknown_name_message
 from trainer.strategy_registry import (
     DEFAULT_STRATEGY,
     STRATEGIES,
@@ -165,6 +165,14 @@ class EnvConfig(_Section):
     curriculum: CurriculumConfig | None = None
     """Raise one integer of ``kwargs`` as training succeeds (``None``: fixed kwargs); needs
     ``rollout.mode=local``."""
+    action_format: Literal["text", "tools"] = "text"
+    """How the policy acts: ``text``, in the env's own answer format; ``tools``, through
+    OpenAI tool calls written in ``tool_call_format`` (the env is made with
+    ``action_format="tools"`` and its tools are listed in every prompt)."""
+    tool_call_format: str = "auto"
+    """With ``action_format=tools``: how the model writes calls and how prompts show tools
+    and results (``hermes``, ``llama3-json``, ``mistral``, ``smollm2``); ``auto`` takes
+    ``hermes`` where the chat template has a tools branch of its own, else ``smollm2``."""
 
     @field_validator("mix", mode="before")
     @classmethod
@@ -207,6 +215,29 @@ class EnvConfig(_Section):
                 )
         return self
 
+    @field_validator("tool_call_format")
+    @classmethod
+    def _known_tool_call_format(cls, name: str) -> str:
+        from trainer.tool_call_formats import TOOL_CALL_FORMATS
+
+        if name != "auto" and name not in TOOL_CALL_FORMATS:
+            raise ValueError(unknown_name_message(name, ["auto", *TOOL_CALL_FORMATS]))
+        return name
+
+    @model_validator(mode="after")
+    def _tools_need_one_env(self) -> EnvConfig:
+        if self.action_format == "tools" and self.mix is not None:
+            raise ValueError(
+                "env.action_format=tools plays one env id; a mix acts in text (set "
+                "env.action_format=text, or train one id of the mix)"
+            )
+        if self.action_format == "tools" and self.constrain_to_actions:
+            raise ValueError(
+                "env.constrain_to_actions samples among action words, which a tool call is "
+                "not: set it false with env.action_format=tools"
+            )
+        return self
+
     @model_validator(mode="after")
     def _curriculum_knob(self) -> EnvConfig:
         curriculum = self.curriculum
@@ -235,7 +266,8 @@ class EnvConfig(_Section):
     def make_kwargs(self) -> dict[str, Any]:
         """The ``rollenv.make`` kwargs of ``id``: ``kwargs``, or ``{"mix": ...}`` with a mix."""
         if self.mix is None:
-            return dict(self.kwargs)
+            tools = {"action_format": "tools"} if self.action_format == "tools" else {}
+            return {**self.kwargs, **tools}
         mix = {
             env_id: value.model_dump() if isinstance(value, MixMemberConfig) else value
             for env_id, value in self.mix.items()

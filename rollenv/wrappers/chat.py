@@ -4,6 +4,11 @@ The system message is the env's instruction; each turn adds the observation as a
 and the agent's reply as an assistant message. With ``window=N`` only the last N turns are kept
 (as verl-agent's GiGPO prompts do); with ``window=None`` the whole trajectory is (StarPO).
 
+An env in the ``tools`` action format (``rollenv.make(..., action_format="tools")``) is kept as
+an OpenAI tool chat: each reply is the assistant message the agent sent (with its
+``tool_calls``), followed by the ``role: tool`` messages that answer it (the reward, if shown,
+starts the last of them); ``info["tools"]`` holds the tools for the next prompt.
+
 Example:
     >>> import rollenv
     >>> from rollenv.wrappers import ChatHistory
@@ -18,11 +23,12 @@ Example:
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import gymnasium as gym
 
-Message = dict[str, str]
+Message = dict[str, Any]
 
 
 class ChatHistory(gym.Wrapper[str, str, str, str]):
@@ -41,12 +47,13 @@ class ChatHistory(gym.Wrapper[str, str, str, str]):
         self.window = window
         self.show_reward = show_reward
         self._system: Message = {"role": "system", "content": ""}
-        self._turns: list[tuple[Message, Message]] = []
-        self._pending: Message = {"role": "user", "content": ""}
+        # each kept turn: the messages the agent read, then its reply
+        self._turns: list[tuple[list[Message], Message]] = []
+        self._pending: list[Message] = [{"role": "user", "content": ""}]
 
     @property
     def messages(self) -> list[Message]:
-        """System message, the kept turns, and the current observation as the last user message."""
+        """System message, the kept turns, and the messages the next reply answers."""
         turns = (
             self._turns
             if self.window is None
@@ -55,22 +62,42 @@ class ChatHistory(gym.Wrapper[str, str, str, str]):
             else []
         )
         chat = [self._system]
-        for user, assistant in turns:
-            chat += [user, assistant]
-        return chat + [self._pending]
+        for read, reply in turns:
+            chat += [*read, reply]
+        return chat + self._pending
 
     def reset(self, **kwargs: Any) -> tuple[str, dict[str, Any]]:
         obs, info = self.env.reset(**kwargs)
         self._system = {"role": "system", "content": info.get("instruction", "")}
         self._turns = []
-        self._pending = {"role": "user", "content": obs}
+        self._pending = [{"role": "user", "content": obs}]
         info["messages"] = self.messages
         return obs, info
 
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+    def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
-        self._turns.append((self._pending, {"role": "assistant", "content": action}))
-        content = f"Reward: {reward:g}\n{obs}" if self.show_reward else obs
-        self._pending = {"role": "user", "content": content}
+        shown = f"Reward: {reward:g}\n" if self.show_reward else ""
+        if "tool_messages" in info:  # the tools format: the reply is a message, answered by tools
+            self._turns.append((self._pending, _assistant_message(action)))
+            answers = [dict(m) for m in info["tool_messages"]]
+            answers[-1]["content"] = shown + str(answers[-1]["content"])
+            self._pending = answers
+        else:
+            self._turns.append((self._pending, {"role": "assistant", "content": action}))
+            self._pending = [{"role": "user", "content": shown + obs}]
         info["messages"] = self.messages
         return obs, reward, terminated, truncated, info
+
+
+def _assistant_message(action: Any) -> Message:
+    """The assistant message an action in the tools format stands for (its text as content
+    where it is not one)."""
+    if isinstance(action, dict):
+        return {"role": "assistant", **action}
+    try:
+        message = json.loads(action)
+    except (TypeError, ValueError, RecursionError):
+        return {"role": "assistant", "content": str(action)}
+    if not isinstance(message, dict):
+        return {"role": "assistant", "content": str(action)}
+    return {**message, "role": "assistant"}

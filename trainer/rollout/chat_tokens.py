@@ -6,17 +6,26 @@ turn. Re-rendering the whole chat through the template each turn would re-tokeni
 replies, and the ids could differ from the sampled ones (then PPO ratios are silently wrong).
 So this class renders the template once with a placeholder reply to learn what text follows a
 reply, and tokenises only the new user turn.
+
+With a tool-call format (the ``tools`` action format) the prompt holds the tools, and what
+follows a reply is the ``role: tool`` messages that answer its calls: rendered after a
+placeholder reply and cut off where the reply's own rendering ends, so the sampled ids stay
+as sampled and the tool turn is tokenised once. A template whose rendering of the earlier
+turns changes when tool messages follow is refused in one line.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
+    from trainer.tool_call_formats import ToolCallFormat
 
-Message = dict[str, str]
+
+Message = dict[str, Any]
 _PLACEHOLDER = "\x00rollenv-reply\x00"
 _USER_PLACEHOLDER = "\x00rollenv-user\x00"
 
@@ -26,12 +35,17 @@ class ChatTokens:
 
     Args:
         tokenizer: a tokenizer with a chat template and an end-of-turn (eos) token.
+        tool_format: how tools, calls and tool results are rendered (the ``tools`` action
+            format); ``None`` for text actions.
     """
 
-    def __init__(self, tokenizer: PreTrainedTokenizerBase):
+    def __init__(
+        self, tokenizer: PreTrainedTokenizerBase, tool_format: ToolCallFormat | None = None
+    ):
         if tokenizer.chat_template is None:
             raise ValueError("the tokenizer has no chat template; rollenv needs a chat model")
         self.tokenizer = tokenizer
+        self.tool_format = tool_format
         self.end_of_turn_id = tokenizer.eos_token_id
         self.end_of_turn_text = tokenizer.decode([self.end_of_turn_id])
         probe = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
@@ -59,9 +73,42 @@ class ChatTokens:
     def _encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=False)
 
-    def prompt(self, messages: list[Message]) -> list[int]:
-        """The whole chat as a prompt ending in the assistant's turn opening."""
+    def prompt(
+        self, messages: list[Message], tools: Sequence[Mapping[str, Any]] | None = None
+    ) -> list[int]:
+        """The whole chat as a prompt ending in the assistant's turn opening (with ``tools``,
+        rendered by the tool-call format)."""
+        if self.tool_format is not None:
+            return self._encode(self.tool_format.render(self.tokenizer, messages, tools))
         return self._encode(self._render(messages, True))
+
+    def next_messages(self, messages: Sequence[Message], reply_ended_turn: bool) -> list[int]:
+        """Tokens to append after a sampled reply in the ``tools`` format: close it, add
+        ``messages`` (the tool results, or a user message), open the next assistant turn.
+
+        Raises:
+            ValueError: the template renders the earlier turns differently once these
+                messages follow (one line; ``context: window`` renders each prompt whole).
+        """
+        fmt = self.tool_format
+        if fmt is None:
+            raise ValueError("next_messages needs a tool-call format; use next_turn")
+        probe = [
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": "u"},
+            {"role": "assistant", "content": _PLACEHOLDER},
+        ]
+        with_reply = fmt.render(self.tokenizer, probe, add_generation_prompt=False)
+        with_next = fmt.render(self.tokenizer, [*probe, *messages], add_generation_prompt=True)
+        if not with_next.startswith(with_reply):
+            raise ValueError(
+                f"the chat template rewrites earlier turns when {messages[0]['role']} messages "
+                "follow a reply; use context: window"
+            )
+        closing = with_reply.split(_PLACEHOLDER, 1)[1]  # "<|im_end|>\n" in ChatML
+        if reply_ended_turn and closing.startswith(self.end_of_turn_text):
+            closing = closing[len(self.end_of_turn_text) :]
+        return self._encode(closing + with_next[len(with_reply) :])
 
     def next_turn(self, user_content: str, reply_ended_turn: bool) -> list[int]:
         """Tokens to append after a sampled reply: close it, add the user turn, open the next.

@@ -20,6 +20,12 @@ Two context modes:
 * ``window`` (GiGPO, as verl-agent): the prompt is the instruction and the last ``window`` turns;
   one training sample per turn.
 
+Tool calls (``env_kwargs={"action_format": "tools"}``): the prompt lists the env's tools as
+the tool-call format renders them, each sampled reply is parsed into an assistant message with
+``tool_calls`` (text that holds none is still sent: the env answers it as an invalid action),
+and the ``role: tool`` messages that answer it form the next turn. In ``full`` context they are
+tokenised once and appended after the sampled ids (:meth:`ChatTokens.next_messages`).
+
 Example:
     >>> from trainer.models import load_model  # doctest: +SKIP
     >>> model, tokenizer = load_model("tiny-random")  # doctest: +SKIP
@@ -33,6 +39,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import json
 from collections import deque
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -54,6 +61,7 @@ from trainer.generation.stop_strings import cut_after_stop
 from trainer.rollout.chat_tokens import ChatTokens
 from trainer.rollout.deferred_rewards import DeferredRewards
 from trainer.rollout.trajectory import Sample, Trajectory, Turn
+from trainer.tool_call_formats import tool_call_format_for
 
 if TYPE_CHECKING:  # a PortableTokenizer does as well, and keeps torch out of env actors
     from transformers import PreTrainedTokenizerBase
@@ -71,8 +79,9 @@ class _Episode:
 
     env: ChatHistory
     trajectory: Trajectory
-    messages: list[dict[str, str]]
+    messages: list[dict[str, Any]]
     anchor: str
+    tools: list[dict[str, Any]] | None = None
     tokens: list[int] = field(default_factory=list)
     loss_mask: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
@@ -107,6 +116,9 @@ class EnvManager:
             :meth:`rollout` returns once every reward is in.
         reply_prefix: text that starts every reply: its tokens end each prompt (untrained),
             and the env reads it before the generated text (``env.reply_prefix``).
+        tool_call_format: with ``env_kwargs["action_format"] == "tools"``, the registered
+            tool-call format of the policy's replies (``"auto"``: see
+            :func:`trainer.tool_call_formats.tool_call_format_for`).
 
     A reply sampled with stop strings (``SamplingParams.stop``) reaches the env cut after the
     first of them, as a server that stops on it returns it.
@@ -131,6 +143,7 @@ class EnvManager:
         episodes_in_flight: int | None = None,
         reward_pool: RewardPool | None = None,
         reply_prefix: str = "",
+        tool_call_format: str = "auto",
     ):
         if context not in ("full", "window"):
             raise ValueError(f"context must be 'full' or 'window', got {context!r}")
@@ -155,7 +168,12 @@ class EnvManager:
         self.window = window
         self.sampling = sampling or SamplingParams(stop_token_ids=(tokenizer.eos_token_id,))
         self.max_context_tokens = max_context_tokens
-        self.chat = ChatTokens(tokenizer)
+        self.tool_format = (
+            tool_call_format_for(tool_call_format, tokenizer)
+            if self.env_kwargs.get("action_format") == "tools"
+            else None
+        )
+        self.chat = ChatTokens(tokenizer, tool_format=self.tool_format)
         self.reply_prefix = reply_prefix
         self._prefix_tokens: list[int] = (
             tokenizer.encode(reply_prefix, add_special_tokens=False) if reply_prefix else []
@@ -196,6 +214,7 @@ class EnvManager:
             sampling=sampling,
             reward_pool=reward_pool,
             reply_prefix=env.reply_prefix,
+            tool_call_format=env.tool_call_format,
         )
 
     def make_env(self) -> gym.Env:
@@ -417,9 +436,9 @@ class EnvManager:
         # a mixture (Mixture-v0) reports the member this episode plays
         trajectory = Trajectory(info.get("env_id", self.env_id), seed, group_id)
         trajectory.instruction, trajectory.first_observation = info.get("instruction", ""), obs
-        episode = _Episode(env, trajectory, info["messages"], info["anchor"])
+        episode = _Episode(env, trajectory, info["messages"], info["anchor"], info.get("tools"))
         if self.context == "full":
-            episode.tokens = self.chat.prompt(info["messages"]) + self._prefix_tokens
+            episode.tokens = self.chat.prompt(info["messages"], episode.tools) + self._prefix_tokens
             episode.loss_mask = [0] * len(episode.tokens)
             episode.logprobs = [0.0] * len(episode.tokens)
             episode.turn_of_token = [-1] * len(episode.tokens)
@@ -433,6 +452,8 @@ class EnvManager:
 
     def _policy_reply(self, policy: Policy, episode: _Episode) -> GenerationOutput:
         text = policy.act(episode.messages[-1]["content"], {"messages": episode.messages})
+        if self.tool_format is not None:  # the policy sends a message: written as the model would
+            text = self.tool_format.write_message(json.loads(text))
         text = text.removeprefix(self.reply_prefix)  # the prompt already ends with it
         ids = self.tokenizer.encode(text, add_special_tokens=False) + [self.chat.end_of_turn_id]
         return GenerationOutput(token_ids=ids, logprobs=[0.0] * len(ids), finish_reason="stop")
@@ -440,7 +461,7 @@ class EnvManager:
     def _prompt(self, episode: _Episode) -> list[int]:
         if self.context == "full":
             return episode.tokens
-        return self.chat.prompt(episode.messages) + self._prefix_tokens
+        return self.chat.prompt(episode.messages, episode.tools) + self._prefix_tokens
 
     def _record(
         self, episode: _Episode, turn: int, prompt: list[int], output: GenerationOutput
@@ -451,7 +472,11 @@ class EnvManager:
         if self.sampling.stop:
             reply = cut_after_stop(reply, self.sampling.stop)
         episode.trajectory.anchors_start.append(episode.anchor)
-        obs, reward, terminated, truncated, info = episode.env.step(reply)
+        action = reply
+        if self.tool_format is not None:
+            message = self.tool_format.parse(reply).message(call_prefix=f"call_{turn}")
+            action = json.dumps(message)
+        obs, reward, terminated, truncated, info = episode.env.step(action)
         episode.trajectory.turns.append(
             Turn(
                 reply=reply,
@@ -464,6 +489,7 @@ class EnvManager:
             )
         )
         episode.messages, episode.anchor = info["messages"], info["anchor"]
+        episode.tools = info.get("tools", episode.tools)
         if info.get("reward_request") is not None:
             episode.trajectory.reward_request = dict(info["reward_request"])
         n = len(output.token_ids)
@@ -489,9 +515,11 @@ class EnvManager:
             ended = output.finish_reason == "stop" and (
                 not self.sampling.stop or output.token_ids[-1:] == [self.chat.end_of_turn_id]
             )
-            following = (
-                self.chat.next_turn(episode.messages[-1]["content"], ended) + self._prefix_tokens
-            )
+            if self.tool_format is not None:
+                following = self.chat.next_messages(_after_last_reply(episode.messages), ended)
+            else:
+                following = self.chat.next_turn(episode.messages[-1]["content"], ended)
+            following += self._prefix_tokens
             if len(episode.tokens) + len(following) > self.max_context_tokens:
                 self._finish(episode, "context")
                 return
@@ -507,6 +535,12 @@ class EnvManager:
             episode.trajectory.samples = [
                 Sample(episode.tokens, episode.loss_mask, episode.logprobs, episode.turn_of_token)
             ]
+
+
+def _after_last_reply(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages after the last assistant message: the tool results that answer it."""
+    last = max(i for i, message in enumerate(messages) if message["role"] == "assistant")
+    return messages[last + 1 :]
 
 
 def check_defers_rewards(env_id: str) -> None:
