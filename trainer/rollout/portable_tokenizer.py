@@ -89,14 +89,19 @@ class PortableTokenizer:
         *,
         tokenize: bool = True,
         add_generation_prompt: bool = False,
+        tools: list[dict[str, Any]] | None = None,
     ) -> str | list[int]:
-        """Renders ``messages`` with the chat template, as ``transformers`` does."""
+        """Renders ``messages`` (and ``tools``, for a template with a tools branch) with the
+        chat template, as ``transformers`` does."""
         if self.chat_template is None:
             raise ValueError("the tokenizer has no chat template")
         if self._template is None:
             self._template = _compile(self.chat_template)
         text = self._template.render(
-            messages=messages, add_generation_prompt=add_generation_prompt, **self.special_tokens
+            messages=messages,
+            tools=tools,
+            add_generation_prompt=add_generation_prompt,
+            **self.special_tokens,
         )
         return self.encode(text) if tokenize else text
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import pickle
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -13,6 +15,9 @@ from hypothesis import strategies as st
 from trainer.models import load_tokenizer
 from trainer.rollout.chat_tokens import ChatTokens
 from trainer.rollout.portable_tokenizer import PortableTokenizer
+from trainer.tool_call_formats import tool_call_format_for
+
+TEMPLATES = Path(__file__).parents[1] / "tool_call_formats" / "templates"
 
 HF = load_tokenizer("tiny-random")
 PORTABLE = PortableTokenizer.from_hf(HF)
@@ -69,6 +74,23 @@ def test_chat_tokens_build_the_same_episode_prompts():
     assert ours.prompt(chat) == theirs.prompt(chat)
     for ended in (True, False):
         assert ours.next_turn("state 2", ended) == theirs.next_turn("state 2", ended)
+
+
+@pytest.mark.parametrize("template", [None, "hermes"])
+def test_tool_chats_render_and_continue_as_with_transformers(template):
+    hf = copy.deepcopy(HF)
+    if template is not None:
+        hf.chat_template = (TEMPLATES / f"{template}.jinja").read_text()
+    portable = PortableTokenizer.from_hf(hf)
+    fmt = tool_call_format_for("auto", hf)
+    assert tool_call_format_for("auto", portable) is fmt
+    ours, theirs = ChatTokens(portable, tool_format=fmt), ChatTokens(hf, tool_format=fmt)
+    tools = [{"type": "function", "function": {"name": "move", "parameters": {}}}]
+    chat = [{"role": "system", "content": "rules"}, {"role": "user", "content": "state 1"}]
+    assert ours.prompt(chat, tools) == theirs.prompt(chat, tools)
+    answer = [{"role": "tool", "tool_call_id": "call_1", "content": "state 2"}]
+    for ended in (True, False):
+        assert ours.next_messages(answer, ended) == theirs.next_messages(answer, ended)
 
 
 def test_pickles_and_loads_in_a_process_without_torch(tmp_path):
