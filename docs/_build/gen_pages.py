@@ -62,6 +62,7 @@ NAV: list[tuple[str, Any]] = [
             ("The env contract", "environments/contract.md"),
             ("Rewards", "environments/rewards.md"),
             ("Envs over the network", "environments/over-the-network.md"),
+            ("Tool-calling agents", "environments/tool-calls.md"),
             ("Families", "@families"),
         ],
     ),
