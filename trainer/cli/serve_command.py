@@ -16,6 +16,7 @@ from rollenv.commands.arguments import (
     positive_int,
 )
 from rollenv.extras import INSTALL_COMMANDS, require_extra
+from trainer.tool_call_formats import TOOL_CALL_FORMATS
 
 INTERRUPTED = 130
 
@@ -96,6 +97,13 @@ def add_serve_command(commands: argparse._SubParsersAction) -> None:
         default=5.0,
         help="seconds running requests may finish after SIGTERM or Ctrl-C (default 5)",
     )
+    parser.add_argument(
+        "--tool-call-format",
+        choices=["auto", *TOOL_CALL_FORMATS],
+        default="auto",
+        help="how the model writes tool calls and its prompts show tools (default auto: the "
+        "template's own tools branch in Hermes' tags where it has one, else smollm2)",
+    )
     parser.set_defaults(handler=run_serve)
 
 
@@ -123,6 +131,7 @@ def run_serve(args: argparse.Namespace) -> int:
             queue_timeout_s=args.queue_timeout,
             max_waiting=args.max_waiting,
             shutdown_grace_s=args.shutdown_grace,
+            tool_call_format=args.tool_call_format,
         )
     except (ModelLoadError, ServePlanError) as error:
         raise UsageError(str(error)) from None

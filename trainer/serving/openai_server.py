@@ -23,8 +23,12 @@ parameters.
 ``stream: true`` answers with server-sent events, as the ``openai`` client's ``stream=True``
 reads them: a chunk as each piece of text is sampled, a last chunk with the finish reason, then
 ``data: [DONE]``. ``n`` samples several replies of one prompt; ``stop`` strings cut the reply
-before the first one (after it, with ``include_stop_str_in_output``). ``tools`` and
-``top_logprobs`` are refused with a 400 that says so.
+before the first one (after it, with ``include_stop_str_in_output``). ``top_logprobs`` is
+refused with a 400 that says so.
+
+Tools (:mod:`trainer.serving.tool_requests`): a chat request's ``tools`` and ``role: tool``
+messages are rendered as the model's tool-call format expects (``--tool-call-format``), and a
+reply that calls them returns ``tool_calls`` with ``finish_reason: "tool_calls"``.
 
 Example:
     >>> serve("tiny-random", port=8000)  # doctest: +SKIP
@@ -62,6 +66,8 @@ from trainer.serving.engine import (
     Token,
 )
 from trainer.serving.reply_text import ReplyText
+from trainer.serving.tool_requests import ToolRequestError, check_tools, tool_reply
+from trainer.tool_call_formats import tool_call_format_for
 
 __all__ = ["build_app", "listening_socket", "serve"]
 
@@ -108,8 +114,13 @@ class CompletionRequest(_Request):
 
 
 class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
     role: Literal["system", "user", "assistant", "tool"]
-    content: str
+    content: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None  # an assistant's earlier calls
+    tool_call_id: str | None = None  # the call a tool message answers
+    name: str | None = None
 
 
 class ChatRequest(_Request):
@@ -117,6 +128,18 @@ class ChatRequest(_Request):
     logprobs: bool = False
     top_logprobs: int | None = Field(None, ge=0)
     max_completion_tokens: int | None = Field(None, gt=0)  # the chat API's newer name
+    tool_choice: str | dict[str, Any] | None = None
+    parallel_tool_calls: bool = True
+
+    @property
+    def uses_tools(self) -> bool:
+        """Whether the chat holds tools, calls or tool results (rendered by the format)."""
+        return bool(self.tools) or any(m.role == "tool" or m.tool_calls for m in self.messages)
+
+    @property
+    def reads_calls(self) -> bool:
+        """Whether the reply is read for calls: tools given and ``tool_choice`` not none."""
+        return bool(self.tools) and self.tool_choice != "none"
 
     @property
     def reply_limit(self) -> int | None:
@@ -145,9 +168,12 @@ class _OpenAIEndpoints:
     """The server's endpoints over one engine, and the steps they share: a request checked,
     its replies started, run (streamed or collected) and aborted when the client leaves."""
 
-    def __init__(self, engine: ServingEngine, model_name: str, metrics: Any) -> None:
+    def __init__(
+        self, engine: ServingEngine, model_name: str, metrics: Any, tool_call_format: str
+    ) -> None:
         self.engine = engine
         self.tokenizer = engine.tokenizer
+        self.tool_format = tool_call_format_for(tool_call_format, engine.tokenizer)
         self.context = engine.max_context
         self.model_name = model_name
         self.metrics = metrics
@@ -178,12 +204,16 @@ class _OpenAIEndpoints:
                 detail=f"model {request.model!r} is not served here; this server has "
                 f"{self.model_name!r} (GET /v1/models)",
             )
-        if request.tools:
+        if isinstance(request, CompletionRequest) and request.tools:
             raise HTTPException(
                 status_code=400,
-                detail="tools are not supported by this server: it samples plain text "
-                "(describe the tools in the messages and parse the reply instead)",
+                detail="tools are served by /v1/chat/completions; a completion samples text",
             )
+        if isinstance(request, ChatRequest):
+            try:
+                check_tools(request.tools, request.tool_choice)
+            except ToolRequestError as problem:
+                raise HTTPException(status_code=400, detail=str(problem)) from None
         if getattr(request, "top_logprobs", None):
             raise HTTPException(
                 status_code=400,
@@ -326,8 +356,9 @@ class _OpenAIEndpoints:
                             body = {"error": {"message": message, "code": code}}
                             yield f"data: {json.dumps(body)}\n\n"
                             return
-                        if text:
-                            yield f"data: {json.dumps(chunk(choice, text, None))}\n\n"
+                        # a chunk of None is held back (a reply read for tool calls)
+                        if text and (piece := chunk(choice, text, None)) is not None:
+                            yield f"data: {json.dumps(piece)}\n\n"
                         if end is not None:
                             yield f"data: {json.dumps(chunk(choice, '', end))}\n\n"
                     following = await anext(pieces, None)
@@ -467,15 +498,31 @@ class _OpenAIEndpoints:
 
     async def chat_completions(self, request: ChatRequest, http_request: Request) -> Any:
         self.check_request(request)
-        messages = [m.model_dump() for m in request.messages]
-        text = self.tokenizer.apply_chat_template(
-            messages, tokenize=False, add_generation_prompt=True
-        )
+        messages = [m.model_dump(exclude_none=True) for m in request.messages]
+        if request.uses_tools:
+            text = self.tool_format.render(self.tokenizer, messages, request.tools)
+        else:
+            text = self.tokenizer.apply_chat_template(
+                messages, tokenize=False, add_generation_prompt=True
+            )
         prompt = self.tokenizer.encode(text, add_special_tokens=False)
+
+        def reply_of(choice: _Choice) -> Any:
+            return tool_reply(
+                self.tool_format,
+                choice.reply.text,
+                parallel=request.parallel_tool_calls,
+                finish_reason=choice.finish_reason,
+            )
 
         def chunk(head: dict, choice: _Choice, text: str | None, finish: str | None) -> Any:
             delta = {"role": "assistant", "content": ""} if text is None else {}
-            if text:
+            if request.reads_calls and text is not None:
+                if finish is None:
+                    return None  # calls are known once the reply ends: sent whole then
+                reply = reply_of(choice)
+                delta, finish = reply.delta(), reply.finish_reason
+            elif text:
                 delta["content"] = text
             return {
                 **head,
@@ -492,6 +539,10 @@ class _OpenAIEndpoints:
                         for t, lp in zip(ids, values, strict=True)
                     ]
                 }
+            if request.reads_calls:
+                reply = reply_of(choice)
+                body = {"message": reply.message, "finish_reason": reply.finish_reason}
+                return {**body, "logprobs": logprobs}
             message = {"role": "assistant", "content": choice.reply.text}
             return {"message": message, "logprobs": logprobs}
 
@@ -502,7 +553,13 @@ class _OpenAIEndpoints:
         )
 
 
-def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) -> FastAPI:
+def build_app(
+    engine: ServingEngine,
+    model_name: str,
+    *,
+    metrics: Any = None,
+    tool_call_format: str = "auto",
+) -> FastAPI:
     """The FastAPI app serving ``engine``'s model as ``model_name``.
 
     Args:
@@ -510,8 +567,10 @@ def build_app(engine: ServingEngine, model_name: str, *, metrics: Any = None) ->
         model_name: the id ``/v1/models`` lists and requests must name.
         metrics: a :class:`~trainer.serving.metrics.ServeMetrics` for ``GET /metrics``
             (``None``: the endpoint answers 404).
+        tool_call_format: how the model writes tool calls and its prompts show tools (a
+            registered name of :mod:`trainer.tool_call_formats`, or ``"auto"``).
     """
-    endpoints = _OpenAIEndpoints(engine, model_name, metrics)
+    endpoints = _OpenAIEndpoints(engine, model_name, metrics, tool_call_format)
     app = FastAPI(title=f"rollenv: {model_name}")
     app.add_exception_handler(HTTPException, endpoints.http_error)
     app.add_exception_handler(RequestValidationError, endpoints.invalid_request)
@@ -548,6 +607,7 @@ def serve(
     queue_timeout_s: float = 60.0,
     max_waiting: int = 1024,
     shutdown_grace_s: float = 5.0,
+    tool_call_format: str = "auto",
 ) -> None:
     """Serves ``model`` until SIGTERM or Ctrl-C (then drains for ``shutdown_grace_s``).
 
@@ -571,6 +631,8 @@ def serve(
         max_waiting: the most requests waiting for a sequence; one more gets a 503 at once.
         shutdown_grace_s: after SIGTERM or Ctrl-C, how long running requests may finish
             before they are aborted.
+        tool_call_format: how the model writes tool calls and its prompts show tools
+            (``hermes``, ``llama3-json``, ``mistral``, ``smollm2``, or ``auto``).
 
     Raises:
         ServePlanError: the limits cannot fit (one line that names the numbers and the knob).
@@ -598,7 +660,7 @@ def serve(
     )
     metrics = ServeMetrics(engine.stats, cache_positions=plan.cache_rows * plan.max_model_len)
     engine.on_finished, engine.on_refused = metrics.request_finished, metrics.request_refused
-    app = build_app(engine, name or model, metrics=metrics)
+    app = build_app(engine, name or model, metrics=metrics, tool_call_format=tool_call_format)
     server = uvicorn.Server(
         uvicorn.Config(
             app,

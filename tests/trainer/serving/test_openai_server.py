@@ -207,11 +207,13 @@ def test_stop_strings_cut_the_reply_before_them(served):
     assert cut.finish_reason == "stop"
 
 
-def test_tools_and_top_logprobs_are_refused_with_the_reason(served):
+def test_tools_on_completions_and_top_logprobs_are_refused_with_the_reason(served):
     _, url = served
     tool = {"type": "function", "function": {"name": "move", "parameters": {"type": "object"}}}
-    with pytest.raises(openai.BadRequestError, match="tools are not supported"):
-        _chat(url, tools=[tool])
+    with pytest.raises(openai.BadRequestError, match="tools are served by /v1/chat/completions"):
+        _client(url).completions.create(
+            model=MODEL, prompt="Push", max_tokens=2, extra_body={"tools": [tool]}
+        )
     with pytest.raises(openai.BadRequestError, match="top_logprobs is not supported"):
         _chat(url, logprobs=True, top_logprobs=2)
 
