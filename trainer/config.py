@@ -529,8 +529,10 @@ STRATEGY_OPTIONS = ("deepspeed", "megatron")
 class TrainConfig(_Section):
     """The RL run: how long, where it trains, what it evaluates, logs and saves."""
 
-    steps: int = Field(100, gt=0)
-    """RL steps (updates) before the run ends, unless ``max_minutes`` ends it first."""
+    steps: int = Field(100, ge=0)
+    """RL steps (updates) before the run ends, unless ``max_minutes`` ends it first. ``0``:
+    no RL phase, the warm start (``sft.before_rl``) is the whole run; its policy gets the last
+    evaluation and the run's checkpoint."""
     device: Literal["auto", "cpu", "cuda"] = "auto"
     """Where the policy trains (``auto``: CUDA if torch sees a GPU, else the CPU)."""
     strategy: str = DEFAULT_STRATEGY
@@ -763,6 +765,11 @@ class Config(_Section):
                     f"model.trainable_layers is only trained by train.strategy={able} (got "
                     f"{self.train.strategy}): drop it, or use train.strategy={able}"
                 )
+        if self.train.steps == 0 and not self.sft.before_rl:
+            raise ValueError(
+                "train.steps=0 runs no RL: set sft.before_rl=true for a run that is its warm "
+                "start, or train.steps above 0"
+            )
         whole, warm = self.train.max_minutes, self.sft.max_minutes
         if self.sft.before_rl and whole is not None and warm is not None and warm >= whole:
             raise ValueError(

@@ -58,6 +58,11 @@ def test_overrides_reach_nested_fields_and_parse_yaml_values():
             "optim.learning_rate: unknown field (optim's fields: lr, weight_decay, grad_clip, ",
         ),
         ("zzzz.lr=1", "zzzz: unknown section (sections: model, env, sampling, "),
+        ("train.steps=-1", "train.steps: Input should be greater than or equal to 0"),
+        ("env.action_format=tool", "env.action_format: Input should be 'text' or 'tools'"),
+        ("env.tool_call_format=hermse", "(got 'hermse'; did you mean 'hermes'?)"),
+        # the preset samples among its action words, which a tool call is not
+        ("env.action_format=tools", "set it false with env.action_format=tools"),
     ],
 )
 def test_bad_values_name_the_field_and_what_is_allowed(override, message):
@@ -317,3 +322,10 @@ def test_what_a_strategy_cannot_train_is_refused_when_the_config_is_read(overrid
     with pytest.raises(ConfigError) as refused:
         load_config(None, overrides)
     assert str(refused.value) == message
+
+
+def test_a_run_of_no_rl_steps_needs_a_warm_start():
+    with pytest.raises(ConfigError, match="train.steps=0 runs no RL: set sft.before_rl=true"):
+        load_config(None, ["train.steps=0"])
+    config = load_config(None, ["train.steps=0", "sft.before_rl=true"])
+    assert config.train.steps == 0

@@ -155,7 +155,9 @@ def _summary(
     """The run's evaluations, its newest checkpoint, and the commands that use it."""
     from trainer.evaluation.log import CURVE_FILE, EvaluationLog, plot_learning_curve
     from trainer.training.checkpoint import latest_checkpoint
+    from trainer.training.pipeline import RL
     from trainer.training.run_view import RunSummary
+    from trainer.training.sft import WARM_START
 
     run_dir = Path(config.train.output_dir)
     points = EvaluationLog(run_dir).points()
@@ -198,9 +200,10 @@ def _summary(
                 f"serve --port 8080, then open {_episodes_page(checkpoint)}",
             ),
         ]
+    without_rl = config.train.steps == 0
     if pipeline.stopped_early:
         commands.append(("resume", resume))
-    else:
+    elif not without_rl:
         more = shlex.join(
             ["roll-agent", *_without_resume(args.command_line, drop_steps=True)]
             + ["--steps", str(2 * pipeline.step), "--resume"]
@@ -209,7 +212,9 @@ def _summary(
     evaluations = pipeline.evaluations
     return RunSummary(
         stopped_early=pipeline.stopped_early,
-        step=pipeline.step,
+        # a run that is its warm start ends at the warm start's last step
+        step=evaluations[-1][0] if without_rl and evaluations else pipeline.step,
+        phase=WARM_START if without_rl else RL,
         best_eval=max(evaluations, key=lambda e: (e[1], e[0])) if evaluations else None,
         final_eval=evaluations[-1] if evaluations else None,
         checkpoint=checkpoint,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 
 from rollenv.commands.arguments import (
-    positive_int,
+    non_negative_int,
 )
 from rollenv.extras import INSTALL_COMMANDS, require_extra
 from trainer.algorithms.registry import ALGORITHMS
@@ -39,7 +39,9 @@ def add_train_command(commands: argparse._SubParsersAction) -> None:
         help="algorithm.name, the advantage estimator"
         + (f"; env.context=full with {' or '.join(full_context)}" if full_context else ""),
     )
-    parser.add_argument("--steps", type=positive_int, help="train.steps")
+    parser.add_argument(
+        "--steps", type=non_negative_int, help="train.steps (0: no RL, the warm start is the run)"
+    )
     parser.add_argument(
         "--resume", action="store_true", help="continue from the newest checkpoint of the run"
     )

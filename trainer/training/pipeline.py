@@ -120,6 +120,8 @@ def plan_phases(config: Config, *, resume: bool) -> list[Phase]:
                     elapsed_before_s=warm.run_elapsed_s if resume else 0.0,
                 )
             )
+    if config.train.steps == 0:  # the warm start is the whole run
+        return phases
     newest = latest_checkpoint(Path(config.train.output_dir)) if resume else None
     rl_done = 0 if newest is None else checkpoint_step(newest)
     phases.append(Phase(RL, config.train.steps, done=min(rl_done, config.train.steps)))
@@ -164,12 +166,15 @@ def plan_text(config: Config, phases: list[Phase]) -> str:
         rl = f"{train.steps} RL steps"
     parts = []
     if WARM_START in names:
-        limit = config.sft.max_minutes
+        limit = config.sft.max_minutes or train.max_minutes
         parts.append(
             "a warm start on oracle episodes "
             + (f"for up to {limit:g} min" if limit is not None else "until its episodes run out")
         )
-    parts.append(rl)
+    if RL in names:
+        parts.append(rl)
+    elif train.steps == 0:
+        parts.append("no RL (train.steps=0)")
     text = head + ", then ".join(parts)
     when = []
     if train.eval_before:
@@ -529,6 +534,8 @@ class Pipeline:
         """
         config = self.config.train
         last: dict[str, float] = {}
+        if config.steps == 0 and latest_checkpoint(self.run_dir) is None:
+            return self._end_without_rl()
         if self.step >= config.steps:
             self._log(f"Nothing to do: the run is at step {self.step} of {config.steps}.")
             self.close()
@@ -574,6 +581,28 @@ class Pipeline:
                         self.stopped_early = True
                         self._log(f"Stopped at step {self.step}; continue with --resume.")
                         break
+        finally:
+            self.metrics.close()
+            self.close()
+        return last
+
+    def _end_without_rl(self) -> dict[str, float]:
+        """``train.steps=0``: the warm start was the whole run. Its policy gets the run's last
+        evaluation (if the run evaluates) and the run's checkpoint (step 0), so evaluating,
+        serving and the summary work as after RL."""
+        config = self.config.train
+        last: dict[str, float] = {}
+        try:
+            if config.eval_before or config.eval_every or config.eval_every_minutes is not None:
+                step = WarmStartState.of_run(self.config).step
+                started = time.perf_counter()
+                last = self.evaluate()
+                self._record_evaluation(WARM_START, step, last, time.perf_counter() - started)
+                self.evaluations.append((step, last["eval/success"]))
+                if self.on_evaluation is not None:
+                    self.on_evaluation(step, last)
+                self.metrics.log(0, last)
+            self._log(f"Saved {self.save()}")
         finally:
             self.metrics.close()
             self.close()

@@ -166,11 +166,8 @@ class RunSummary:
     def lines(self) -> list[str]:
         """The summary as plain lines."""
         where = "" if self.phase == "RL" else f" in the {self.phase}"
-        head = (
-            f"Stopped{where} at step {self.step}"
-            if self.stopped_early
-            else f"Done: step {self.step}"
-        )
+        step = f"step {self.step}" if self.phase == "RL" else f"{self.phase} step {self.step}"
+        head = f"Stopped{where} at step {self.step}" if self.stopped_early else f"Done: {step}"
         lines = [head]
         for label, evaluation in (("best", self.best_eval), ("final", self.final_eval)):
             if evaluation is not None:

@@ -220,3 +220,26 @@ def test_ctrl_c_in_the_warm_start_saves_it_and_resume_ends_with_the_same_weights
     assert all(torch.equal(after_resume[k], uninterrupted[k]) for k in uninterrupted)
     warm = load_file(straight / "sft/checkpoints/step-12/model/model.safetensors")
     assert not all(torch.equal(warm[k], uninterrupted[k]) for k in uninterrupted)  # RL moved
+
+
+def test_a_run_with_no_rl_steps_is_its_warm_start_and_ends_with_an_evaluated_checkpoint(
+    tmp_path,
+):
+    result = _train(tmp_path, 0, *WARM_START)
+    lines = result.stdout.strip().splitlines()
+    plan = next(line for line in lines if line.startswith("Plan: "))
+    assert "then no RL (train.steps=0)" in plan
+    assert not any(line.startswith("step 1/") for line in lines)  # no RL step ran
+    summary = lines[lines.index("Done: warm start step 12") :]
+    assert summary[2].startswith("  final evaluation: success ") and "at step 12" in summary[2]
+    assert summary[4] == f"  checkpoint: {tmp_path / 'checkpoints' / 'step-0'}"
+    commands = dict(line.strip().split(": ", 1) for line in summary[5:])
+    assert "train on" not in commands and "serve" in commands
+    # the checkpoint holds the warm start's weights
+    warm = load_file(tmp_path / "sft" / "checkpoints" / "step-12" / "model" / "model.safetensors")
+    saved = load_file(tmp_path / "checkpoints" / "step-0" / "model" / "model.safetensors")
+    assert warm.keys() == saved.keys()
+    assert all(torch.equal(warm[name], saved[name]) for name in warm)
+    # going on finds nothing left to do and keeps the run
+    again = _train(tmp_path, 0, *WARM_START, "--resume")
+    assert "Nothing to do" in again.stdout
