@@ -281,14 +281,20 @@ def test_eval_kwargs_are_refused_where_they_cannot_apply(overrides, message):
 
 def test_the_warm_start_limit_must_leave_time_in_the_whole_run():
     with pytest.raises(ConfigError) as excinfo:
-        load_config("sokoban", ["sft.max_minutes=60"])
+        load_config("sokoban-warm-start-rl", ["sft.max_minutes=60"])
     assert str(excinfo.value) == (
         "config: sft.max_minutes (60) is the warm start's share of the whole run's "
         "train.max_minutes (60): set it below, or sft.max_minutes=null"
     )
-    assert load_config("sokoban", ["sft.max_minutes=null"]).sft.max_minutes is None
+    assert load_config("sokoban-warm-start-rl", ["sft.max_minutes=null"]).sft.max_minutes is None
     # without a warm start, its limit does not apply
-    assert load_config("sokoban", ["sft.max_minutes=90", "sft.before_rl=false"])
+    assert load_config("sokoban-warm-start-rl", ["sft.max_minutes=90", "sft.before_rl=false"])
+
+
+def test_the_main_job_is_the_warm_start_for_the_whole_hour():
+    config = load_config("sokoban")
+    assert config.train.steps == 0 and config.sft.before_rl
+    assert config.sft.max_minutes is None and config.train.max_minutes == 60
 
 
 @pytest.mark.parametrize(

@@ -71,7 +71,8 @@ def test_the_sparkline_has_one_block_an_evaluation_from_lowest_to_highest():
 
 def test_resume_goes_on_with_the_time_the_newest_checkpoint_recorded(tmp_path):
     config = load_config(
-        "sokoban", [f"train.output_dir={tmp_path}", "train.max_minutes=60", "sft.before_rl=false"]
+        "sokoban-warm-start-rl",
+        [f"train.output_dir={tmp_path}", "train.max_minutes=60", "sft.before_rl=false"],
     )
     fresh = run_clock(config, resume=False)
     assert fresh.budget_s == 3600 and fresh.before_s == 0.0

@@ -21,17 +21,14 @@ pyte = pytest.importorskip("pyte")
 
 COLUMNS, ROWS = 80, 400  # rows enough to keep every line the run prints on the screen
 
-# the sokoban preset on the tiny model, its hour shrunk to about 50 seconds: 10 s of warm start,
-# an evaluation of 4 boards at the start and every 6 s
-TINY_SOKOBAN = [
-    "--env",
-    "sokoban",
+# a sokoban preset on the tiny model, its hour shrunk to about 50 seconds, an evaluation of 4
+# boards at the start and every 6 s: the main job (the warm start for the whole run), and the
+# preset with RL after 10 s of warm start
+TINY = [
     "--model",
     "tiny-random",
     "--set",
     "model.trainable_layers=1",
-    "--set",
-    "sft.max_minutes=0.17",
     "--set",
     "train.max_minutes=0.8",
     "--set",
@@ -88,8 +85,18 @@ def _screen_of_run(arguments: list[str], timeout_s: float = 300.0) -> tuple[int,
     return status, [line.rstrip() for line in screen.display]
 
 
-def test_the_screen_holds_one_panel_a_success_figure_and_the_whole_run_eta(tmp_path: Path):
-    status, lines = _screen_of_run([*TINY_SOKOBAN, "--output", str(tmp_path / "run")])
+PRESETS = {
+    "sokoban": ["--env", "sokoban"],
+    "sokoban-warm-start-rl": ["--env", "sokoban-warm-start-rl", "--set", "sft.max_minutes=0.17"],
+}
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_the_screen_holds_one_panel_a_success_figure_and_the_whole_run_eta(
+    tmp_path: Path, preset: str
+):
+    arguments = [*PRESETS[preset], *TINY, "--output", str(tmp_path / "run")]
+    status, lines = _screen_of_run(arguments)
     text = "\n".join(line for line in lines if line)
     assert status == 0, text
     # the plan comes first, then the cost of an evaluation
@@ -101,9 +108,9 @@ def test_the_screen_holds_one_panel_a_success_figure_and_the_whole_run_eta(tmp_p
     assert "roll-agent train" in tops[0]
     panel = lines[lines.index(tops[0]) : lines.index(bottoms[0]) + 1]
     assert all(len(line) <= COLUMNS for line in panel)
-    # both phases, the latest evaluation's success with its trend, and the whole run's time
+    # its phases, the latest evaluation's success with its trend, and the whole run's time
     body = "\n".join(panel)
-    assert "warm start" in body and "RL" in body
+    assert "warm start" in body and ("RL" in body) == (preset == "sokoban-warm-start-rl")
     success = next(line for line in panel if "success: " in line and "at " in line)
     assert "%" in success.split("success: ", 1)[1], success
     run = next(line for line in panel if "run: elapsed" in line)
