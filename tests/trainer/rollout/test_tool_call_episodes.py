@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from rollenv.policies import oracle_for
+from tests.trainer.rollout.test_env_manager import Recording
 from trainer.generation import GenerationOutput, HFGenerator, SamplingParams
 from trainer.models import load_model
 from trainer.rollout.chat_tokens import ChatTokens
@@ -34,19 +35,6 @@ def _tokenizer(tiny, template: str | None):
     tokenizer = copy.deepcopy(tokenizer)
     tokenizer.chat_template = (TEMPLATES / f"{template}.jinja").read_text()
     return tokenizer
-
-
-class Recording:
-    """A generator proxy that keeps every prompt and output it passed on."""
-
-    def __init__(self, inner):
-        self.inner = inner
-        self.calls = []
-
-    def generate(self, prompts, params):
-        outputs = self.inner.generate(prompts, params)
-        self.calls.append(([list(p) for p in prompts], outputs))
-        return outputs
 
 
 class CallsOneCharacterAToken:
