@@ -1,9 +1,9 @@
 """The whole recipe, measured: base model -> supervised warm start -> RL, against wall-clock.
 
 One command runs what ``roll-agent train --env sokoban-warm-start-rl`` runs (the
-``sokoban-warm-start-rl`` preset), from the base model, and records greedy validation success on ``--eval-seeds`` held-out seeds
-(``0 .. N-1``; training never uses a seed below 1,000,000) of ``SimpleSokoban-v0`` and, for
-transfer, of ``FrozenLake-v0`` and ``LargerSokoban-v0``:
+``sokoban-warm-start-rl`` preset), from the base model, and records greedy validation success
+on ``--eval-seeds`` held-out seeds (``0 .. N-1``; training never uses a seed below 1,000,000)
+of ``SimpleSokoban-v0`` and, for transfer, of ``FrozenLake-v0`` and ``LargerSokoban-v0``:
 
 1. **base**: the model as downloaded;
 2. **SFT**: after ``--sft-minutes`` of supervised training on oracle (BFS) episodes, in RL's
@@ -527,6 +527,8 @@ def run_arm(args: argparse.Namespace) -> int:
             config, metrics_dir=args.runs_dir / "sft-only", resume_from=args.sft_checkpoint
         )
         evaluate = Evaluator.with_own_generator(config, sft.strategy.model, sft.tokenizer)
+        # its lines' ETA: the budget (each call below stops at the next evaluation)
+        sft.view.phase(WARM_START).time_limit_s = sft.clock.elapsed_s() + budget - clock.now()
         while clock.now() < budget:
             sft.train(max_seconds=min(next_eval, budget) - clock.now())
             if next_eval <= clock.now() < budget:

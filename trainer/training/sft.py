@@ -215,13 +215,12 @@ class OracleSFT:
             # the warm start comes first: its time is the run's (model loading included), the
             # clock its time limit is checked against
             self.view.begin(WARM_START, done=self.step, elapsed_before_s=self.clock.elapsed_s())
-        if max_seconds is not None:
-            # a caller's time limit ends the phase like its own: the bar shows the time, not the
-            # steps it will never reach
-            phase = self.view.phase(WARM_START)
-            limit = phase.elapsed_s(self.view.clock()) + max_seconds
-            if phase.time_limit_s is None or limit < phase.time_limit_s:
-                phase.time_limit_s = limit
+        phase = self.view.phase(WARM_START)
+        if max_seconds is not None and phase.time_limit_s is None:
+            # a phase with no limit of its own, ended by its caller's clock: the bar shows the
+            # time, not the steps it will never reach (a run's warm start keeps its own limit,
+            # though each call stops at the next evaluation)
+            phase.time_limit_s = phase.elapsed_s(self.view.clock()) + max_seconds
         steps = 0
         result: dict[str, float] = {}
         every_s = 60 * self.config.sft.checkpoint_minutes

@@ -319,6 +319,20 @@ def test_a_callers_time_limit_shows_on_the_warm_start_bar_instead_of_its_step_co
     assert all(" of 1h00m" in line for line in steps)
 
 
+def test_a_warm_start_with_its_own_limit_keeps_it_on_the_bar_whatever_each_call_asks(tmp_path):
+    # a run's warm start trains up to each evaluation in turn: its bar shows the phase's limit
+    config = load_config(
+        None,
+        [*BASE, "sft.batch_sequences=2", "sft.episodes=100000", f"train.output_dir={tmp_path}"],
+    )
+    lines: list[str] = []
+    sft = OracleSFT(config, log=lines.append)
+    sft.view.phase("warm start").time_limit_s = 600.0
+    sft.train(max_steps=2, max_seconds=30)
+    steps = [line for line in lines if line.startswith("warm start step")]
+    assert steps and all(" of 10m00s" in line for line in steps)
+
+
 def test_sft_learns_the_oracle_replies(tmp_path):
     config = load_config(
         None,
