@@ -37,6 +37,22 @@ def test_same_seed_and_replies_give_the_same_episode_remotely(server_url: str, e
         assert remote.reset()[0] == local.reset()[0]
 
 
+@pytest.mark.parametrize("env_id", ["Sokoban-v0", "WebShop-v0"])
+def test_an_env_in_the_tools_format_plays_the_same_remotely(server_url: str, env_id: str) -> None:
+    local = rollenv.make(env_id, action_format="tools")
+    with RemoteEnv(server_url, env_id, action_format="tools") as remote:
+        observation, info = local.reset(seed=3)
+        assert remote.reset(seed=3) == (observation, info)
+        assert info["tools"]
+        oracle, done = oracle_for(local), False
+        while not done:
+            message = oracle.act(observation, info)  # the JSON of an assistant message
+            observation, reward, terminated, truncated, info = local.step(message)
+            assert remote.step(message) == (observation, reward, terminated, truncated, info)
+            done = terminated or truncated
+        assert info["metrics"]["success"]
+
+
 def test_close_ends_the_server_session(server_url: str) -> None:
     remote = RemoteEnv(server_url, "FrozenLake-v0", is_slippery=False)
     remote.reset(seed=0)
