@@ -246,3 +246,27 @@ def test_bad_settings_name_the_field():
         MCPToolsEnv(max_actions=1)
     with pytest.raises(ValueError, match="server_command must be a non-empty sequence"):
         MCPToolsEnv(server_command="python -m server")
+
+
+@pytest.mark.parametrize("env_id", ["MCPTools-v0", "MCPToolsHard-v0"])
+def test_the_oracle_solves_every_task_through_real_tool_calls(env_id):
+    env = rollenv.make(env_id, action_format="tools")
+    oracle = oracle_for(env)
+    try:
+        for seed in range(10):
+            observation, info = env.reset(seed=seed)
+            names = {tool["function"]["name"] for tool in info["tools"]}
+            # the server's own tools, as it lists them, and the answer
+            assert {"list_files", "read_file", "answer"} <= names
+            done = False
+            while not done:
+                message = json.loads(oracle.act(observation, info))
+                assert message["content"] is None  # no call[...] text: calls only
+                (call,) = message["tool_calls"]
+                assert call["function"]["name"] in names
+                observation, reward, terminated, truncated, info = env.step(json.dumps(message))
+                assert json.loads(observation)[0]["tool_call_id"] == call["id"]
+                done = terminated or truncated
+            assert info["metrics"]["success"] and reward == 1.0
+    finally:
+        env.close()
