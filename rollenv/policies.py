@@ -73,8 +73,8 @@ class RandomPolicy:
             >>> import json, rollenv
             >>> env = rollenv.make("FrozenLake-v0", action_format="tools")
             >>> _ = env.reset(seed=0)
-            >>> message = json.loads(RandomPolicy(env, seed=1).act("", {}))
-            >>> message["tool_calls"][0]["function"]["name"]
+            >>> (call,) = json.loads(RandomPolicy(env, seed=1).act("", {}))["tool_calls"]
+            >>> call["function"].get("name")
             'move'
         """
         words = self._env.action_words

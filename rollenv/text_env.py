@@ -29,16 +29,14 @@ import random
 import re
 from abc import abstractmethod
 from collections.abc import Hashable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import gymnasium as gym
 from gymnasium import spaces
 
+from rollenv.action_tools import ActionTool, choice_tool, text_tool
 from rollenv.actions import AnswerFormat
 from rollenv.reward_tolerance import RewardTolerance
-
-if TYPE_CHECKING:
-    from rollenv.tool_calls import ActionTool
 
 # Every character an LLM may write, except UTF-16 surrogates (not valid in a Python str that
 # came from decoded text). Built once: gymnasium indexes the charset of a Text space.
@@ -202,8 +200,6 @@ class TextEnv(gym.Env[str, str]):
         any text for a ``free_form`` env. A family whose actions have parts (a query, a target,
         a row and a column) offers one tool per kind of action instead.
         """
-        from rollenv.tool_calls import choice_tool, text_tool
-
         if self.free_form:
             return (text_tool(self.tool_name, self.tool_description, self.tool_argument),)
         words = self.action_words

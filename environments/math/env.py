@@ -31,10 +31,10 @@ from environments.math.data import (
     load_jsonl,
 )
 from environments.math.verify import extract_answer, is_correct
+from rollenv.action_tools import ActionTool, text_tool
 from rollenv.actions import AnswerFormat, tag_contents
 from rollenv.shadowing import import_hub_package
 from rollenv.text_env import TextEnv
-from rollenv.tool_calls import ActionTool, text_tool
 
 _NUMBERS = re.compile(r"-?\d+(?:\.\d+)?")
 # a run of numbers joined by arithmetic operators (brackets and signs allowed), or a $...$ span

@@ -42,9 +42,9 @@ from environments.mcp_tools.client import (
     release,
 )
 from environments.mcp_tools.world import DIFFICULTIES, Task, World, generate, is_correct, numbers_in
+from rollenv.action_tools import ActionTool, templated_tool
 from rollenv.actions import AnswerFormat
 from rollenv.text_env import TextEnv, in_text_space, shortened
-from rollenv.tool_calls import ActionTool, templated_tool
 
 SERVER_COMMAND = (sys.executable, "-m", "environments.mcp_tools.server")
 #: the server's tools whose name starts with this are the env's (``admin_load_world``), never

@@ -24,9 +24,9 @@ from typing import Any
 
 from environments.minesweeper.board import FLAG, HIDDEN, MINE, Minefield
 from environments.minesweeper.generator import Layout, check_settings, generate_layout
+from rollenv.action_tools import ActionTool, templated_tool
 from rollenv.actions import AnswerFormat
 from rollenv.text_env import TextEnv
-from rollenv.tool_calls import ActionTool, templated_tool
 
 REVEAL, FLAG_ACTION = "reveal", "flag"
 

@@ -29,9 +29,9 @@ from typing import Any, ClassVar
 from environments.searchqa.answers import is_correct
 from environments.searchqa.corpus import CORPUS_SIZES, Corpus, Passage, load_corpus
 from environments.searchqa.questions import Question, draw_question
+from rollenv.action_tools import ActionTool, templated_tool
 from rollenv.actions import AnswerFormat
 from rollenv.text_env import TextEnv
-from rollenv.tool_calls import ActionTool, templated_tool
 
 _ACTION = re.compile(r"(search|answer)\[(.*)\]", re.IGNORECASE | re.DOTALL)
 

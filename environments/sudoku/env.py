@@ -28,9 +28,9 @@ from typing import Any
 from environments.sudoku.board import render_grid
 from environments.sudoku.generator import SudokuPuzzle, generate_puzzle
 from environments.sudoku.solver import Shape, count_solutions, solve
+from rollenv.action_tools import ActionTool, templated_tool
 from rollenv.actions import AnswerFormat
 from rollenv.text_env import TextEnv
-from rollenv.tool_calls import ActionTool, templated_tool
 
 #: the box shape of each supported grid size
 BOX_SHAPES = {4: Shape(2, 2), 6: Shape(2, 3), 9: Shape(3, 3)}

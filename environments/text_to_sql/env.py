@@ -30,9 +30,9 @@ from environments.text_to_sql.generator import Task, generate_task, trivial_quer
 from environments.text_to_sql.questions import TEMPLATES
 from environments.text_to_sql.results import same_result
 from environments.text_to_sql.schema import DOMAINS
+from rollenv.action_tools import ActionTool, templated_tool
 from rollenv.actions import AnswerFormat
 from rollenv.text_env import TextEnv, in_text_space, shortened
-from rollenv.tool_calls import ActionTool, templated_tool
 
 SHOWN_ROWS = 20
 SHOWN_CELL_CHARS = 60

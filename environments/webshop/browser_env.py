@@ -49,9 +49,9 @@ from environments.webshop.server import (
     forget_session,
     release_server,
 )
+from rollenv.action_tools import ActionTool
 from rollenv.actions import AnswerFormat
 from rollenv.text_env import TextEnv
-from rollenv.tool_calls import ActionTool
 
 _READ_PAGE = """() => ({
   text: document.body.innerText,

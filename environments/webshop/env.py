@@ -32,9 +32,9 @@ from environments.webshop.data import ShopData, shop_data
 from environments.webshop.difficulty import DEFAULT_DIFFICULTY
 from environments.webshop.instructions import Goal
 from environments.webshop.pages import DONE, Shop
+from rollenv.action_tools import ActionTool, templated_tool
 from rollenv.actions import AnswerFormat
 from rollenv.text_env import TextEnv
-from rollenv.tool_calls import ActionTool, templated_tool
 
 ACTION_PATTERN = re.compile(r"(search|click)\s*\[(.*)\]", re.IGNORECASE | re.DOTALL)
 SUCCESS_REWARD = 1.0 - 1e-9

@@ -27,9 +27,9 @@ from typing import Any, ClassVar
 
 from environments.wordle import words as word_lists
 from environments.wordle.feedback import GREEN, describe, feedback
+from rollenv.action_tools import ActionTool, text_tool
 from rollenv.actions import AnswerFormat
 from rollenv.text_env import TextEnv
-from rollenv.tool_calls import ActionTool, text_tool
 
 #: games are numbered from 1 to this (0 is a secret given by ``reset(options={"secret": ...})``)
 GAME_NUMBERS = 99_999
