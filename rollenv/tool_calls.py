@@ -161,15 +161,17 @@ def _call_ids(message: Any) -> list[str]:
 
 
 def _fitting(messages: list[dict[str, Any]]) -> str:
-    """The messages as JSON within the Text space: the last message's content is cut."""
+    """The messages as JSON within the Text space: while too long, every content is cut to a
+    share of the room, halved until they fit (each message of a rejected call carries the
+    error and the state)."""
     text = json.dumps(messages, ensure_ascii=False)
-    if len(text) <= MAX_TEXT_LENGTH:
-        return in_text_space(text)
-    last = messages[-1]
-    over = len(text) - MAX_TEXT_LENGTH
-    keep = max(len(last["content"]) - over - 64, 0)
-    last["content"] = shortened(last["content"], keep)
-    return in_text_space(json.dumps(messages, ensure_ascii=False)[:MAX_TEXT_LENGTH])
+    share = MAX_TEXT_LENGTH // len(messages)
+    while len(text) > MAX_TEXT_LENGTH:
+        for message in messages:
+            message["content"] = shortened(message["content"], share)
+        text = json.dumps(messages, ensure_ascii=False)
+        share //= 2
+    return in_text_space(text)
 
 
 class ToolCallEnv(gym.Env[str, str]):

@@ -168,3 +168,18 @@ def _check_garbage(env_id: str, message: object) -> None:
 @given(message=garbage)
 def test_garbage_messages_never_raise(env_id, message):
     _check_garbage(env_id, message)
+
+
+def test_the_answers_to_many_rejected_calls_fit_the_text_space_as_json():
+    # each of a rejected message's calls is answered with the error and the state: sixteen
+    # answers of a long state once overflowed the space and were cut mid-JSON
+    from rollenv.text_env import MAX_TEXT_LENGTH
+    from rollenv.tool_calls import _fitting
+
+    answers = [
+        {"role": "tool", "tool_call_id": "c" * 256, "content": 'a "quoted" state\n' * 600}
+        for _ in range(16)
+    ]
+    text = _fitting(answers)
+    assert len(text) <= MAX_TEXT_LENGTH
+    assert [m["tool_call_id"] for m in json.loads(text)] == ["c" * 256] * 16
