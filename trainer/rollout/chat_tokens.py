@@ -16,6 +16,7 @@ turns changes when tool messages follow is refused in one line.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,11 @@ if TYPE_CHECKING:
 Message = dict[str, Any]
 _PLACEHOLDER = "\x00rollenv-reply\x00"
 _USER_PLACEHOLDER = "\x00rollenv-user\x00"
+_TOOL_PROBE = [
+    {"role": "system", "content": "s"},
+    {"role": "user", "content": "u"},
+    {"role": "assistant", "content": _PLACEHOLDER},
+]
 
 
 class ChatTokens:
@@ -82,6 +88,12 @@ class ChatTokens:
             return self._encode(self.tool_format.render(self.tokenizer, messages, tools))
         return self._encode(self._render(messages, True))
 
+    @functools.cached_property
+    def _tool_reply_probe(self) -> str:
+        """A placeholder reply after a short chat, as the tool-call format renders it."""
+        assert self.tool_format is not None
+        return self.tool_format.render(self.tokenizer, _TOOL_PROBE, add_generation_prompt=False)
+
     def next_messages(self, messages: Sequence[Message], reply_ended_turn: bool) -> list[int]:
         """Tokens to append after a sampled reply in the ``tools`` format: close it, add
         ``messages`` (the tool results, or a user message), open the next assistant turn.
@@ -93,13 +105,10 @@ class ChatTokens:
         fmt = self.tool_format
         if fmt is None:
             raise ValueError("next_messages needs a tool-call format; use next_turn")
-        probe = [
-            {"role": "system", "content": "s"},
-            {"role": "user", "content": "u"},
-            {"role": "assistant", "content": _PLACEHOLDER},
-        ]
-        with_reply = fmt.render(self.tokenizer, probe, add_generation_prompt=False)
-        with_next = fmt.render(self.tokenizer, [*probe, *messages], add_generation_prompt=True)
+        with_reply = self._tool_reply_probe  # the same every turn: rendered once
+        with_next = fmt.render(
+            self.tokenizer, [*_TOOL_PROBE, *messages], add_generation_prompt=True
+        )
         if not with_next.startswith(with_reply):
             raise ValueError(
                 f"the chat template rewrites earlier turns when {messages[0]['role']} messages "

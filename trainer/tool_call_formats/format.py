@@ -19,6 +19,7 @@ Subclasses write the call syntax: :meth:`ToolCallFormat.write_calls` and
 from __future__ import annotations
 
 import json
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -73,15 +74,23 @@ class ParsedReply:
 
 def template_takes_tools(tokenizer: PreTrainedTokenizerBase) -> bool:
     """Whether the tokenizer's chat template renders a ``tools`` list (it shows a probe tool's
-    name); SmolLM2's ignores it."""
-    tools = [{"type": "function", "function": {"name": _PROBE_TOOL, "parameters": {}}}]
-    try:
-        text = tokenizer.apply_chat_template(
-            [{"role": "user", "content": "u"}], tools=tools, tokenize=False
-        )
-    except Exception:  # noqa: BLE001 - a template that fails on tools does not take them
-        return False
-    return _PROBE_TOOL in text
+    name); SmolLM2's ignores it. Probed once per tokenizer and template: every prompt asks."""
+    known = _TAKES_TOOLS.setdefault(tokenizer, {})
+    template = tokenizer.chat_template
+    if template not in known:
+        tools = [{"type": "function", "function": {"name": _PROBE_TOOL, "parameters": {}}}]
+        try:
+            text = tokenizer.apply_chat_template(
+                [{"role": "user", "content": "u"}], tools=tools, tokenize=False
+            )
+        except Exception:  # noqa: BLE001 - a template that fails on tools does not take them
+            text = ""
+        known[template] = _PROBE_TOOL in text
+    return known[template]
+
+
+# tokenizer -> {chat template: whether it renders tools}; a tokenizer's entry goes with it
+_TAKES_TOOLS: weakref.WeakKeyDictionary[Any, dict[str | None, bool]] = weakref.WeakKeyDictionary()
 
 
 def calls_of(message: Mapping[str, Any]) -> list[Call]:
