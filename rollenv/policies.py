@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import gymnasium as gym
 
 from rollenv.text_env import TextEnv
+from rollenv.tool_calls import ToolCallEnv, reply_as_message, tool_env_of
 
 if TYPE_CHECKING:
     from rollenv.registration import EnvSpec
@@ -37,8 +38,6 @@ class Policy(Protocol):
 def text_env_of(env: gym.Env) -> TextEnv:
     """The ``TextEnv`` beneath any wrappers (in the ``tools`` format, the text env it plays), or
     a clear error if there is none."""
-    from rollenv.tool_calls import ToolCallEnv
-
     inner = env.unwrapped
     if isinstance(inner, ToolCallEnv):
         return inner.text_env
@@ -57,8 +56,6 @@ class RandomPolicy:
     """
 
     def __init__(self, env: gym.Env, seed: int | None = None, actions_per_turn: int = 1):
-        from rollenv.tool_calls import tool_env_of
-
         self._env = text_env_of(env)
         self._tool_env = tool_env_of(env)
         self._rng = random.Random(seed)
@@ -81,8 +78,6 @@ class RandomPolicy:
         reply = self._env.answer_format.wrap([self._rng.choice(words) for _ in range(self._count)])
         if self._tool_env is None:
             return reply
-        from rollenv.tool_calls import reply_as_message
-
         self._turn += 1
         return reply_as_message(self._tool_env, reply, call_prefix=f"call_{self._turn}")
 
@@ -103,8 +98,6 @@ class ToolCallingPolicy:
         self._turn = 0
 
     def act(self, observation: str, info: dict[str, Any]) -> str:
-        from rollenv.tool_calls import reply_as_message
-
         self._turn += 1
         reply = self.policy.act(self._text_env.render(), info)
         return reply_as_message(self._env, reply, call_prefix=f"call_{self._turn}")
@@ -137,8 +130,6 @@ def oracle_for(env: gym.Env) -> Policy:
         raise NotImplementedError(f"{type(inner).__name__} has no oracle policy")
     module_name, _, attribute = target.partition(":")
     oracle_class = getattr(importlib.import_module(module_name), attribute)
-    from rollenv.tool_calls import tool_env_of
-
     tool_env = tool_env_of(env)
     if tool_env is None:
         return oracle_class(env)

@@ -594,13 +594,9 @@ class Pipeline:
         last: dict[str, float] = {}
         try:
             if config.eval_before or config.eval_every or config.eval_every_minutes is not None:
-                step = WarmStartState.of_run(self.config).step
-                started = time.perf_counter()
-                last = self.evaluate()
-                self._record_evaluation(WARM_START, step, last, time.perf_counter() - started)
-                self.evaluations.append((step, last["eval/success"]))
-                if self.on_evaluation is not None:
-                    self.on_evaluation(step, last)
+                last = self._evaluate_and_record(
+                    WARM_START, WarmStartState.of_run(self.config).step
+                )
                 self.metrics.log(0, last)
             self._log(f"Saved {self.save()}")
         finally:
@@ -608,13 +604,15 @@ class Pipeline:
             self.close()
         return last
 
-    def _evaluate_and_record(self) -> dict[str, float]:
+    def _evaluate_and_record(self, phase: str = RL, step: int | None = None) -> dict[str, float]:
+        """Evaluates the policy as of ``phase``'s ``step`` (default: RL's current step)."""
+        step = self.step if step is None else step
         started = time.perf_counter()
         evaluation = self.evaluate()
-        self._record_evaluation(RL, self.step, evaluation, time.perf_counter() - started)
-        self.evaluations.append((self.step, evaluation["eval/success"]))
+        self._record_evaluation(phase, step, evaluation, time.perf_counter() - started)
+        self.evaluations.append((step, evaluation["eval/success"]))
         if self.on_evaluation is not None:
-            self.on_evaluation(self.step, evaluation)
+            self.on_evaluation(step, evaluation)
         return evaluation
 
     def _record_evaluation(
