@@ -304,33 +304,30 @@ def test_sft_resumes_from_its_checkpoint_with_new_episodes(tmp_path):
     assert first.train(max_seconds=0) == {}  # a spent time budget trains nothing
 
 
-def test_a_callers_time_limit_shows_on_the_warm_start_bar_instead_of_its_step_count(tmp_path):
-    # a benchmark ends the warm start by the clock with a huge episode count: the bar must not
-    # read "step 3/250000 eta 200h"
+@pytest.mark.parametrize(
+    ("phase_limit_s", "call_limit_s", "shown"),
+    [
+        # a benchmark ends the warm start by its clock, with a huge episode count: the bar must
+        # not read "step 3/250000 eta 200h"
+        (None, 3600, " of 1h00m"),
+        # a run's warm start trains up to each evaluation in turn: the bar keeps the phase's own
+        (600.0, 30, " of 10m00s"),
+    ],
+)
+def test_the_warm_start_bar_shows_the_time_that_ends_it_not_a_step_count(
+    tmp_path, phase_limit_s, call_limit_s, shown
+):
     config = load_config(
         None,
         [*BASE, "sft.batch_sequences=2", "sft.episodes=100000", f"train.output_dir={tmp_path}"],
     )
     lines: list[str] = []
     sft = OracleSFT(config, log=lines.append)
-    sft.train(max_steps=2, max_seconds=3600)
+    sft.view.phase("warm start").time_limit_s = phase_limit_s
+    sft.train(max_steps=2, max_seconds=call_limit_s)
     steps = [line for line in lines if line.startswith("warm start step")]
     assert steps and all("/" not in line.split()[3] for line in steps)
-    assert all(" of 1h00m" in line for line in steps)
-
-
-def test_a_warm_start_with_its_own_limit_keeps_it_on_the_bar_whatever_each_call_asks(tmp_path):
-    # a run's warm start trains up to each evaluation in turn: its bar shows the phase's limit
-    config = load_config(
-        None,
-        [*BASE, "sft.batch_sequences=2", "sft.episodes=100000", f"train.output_dir={tmp_path}"],
-    )
-    lines: list[str] = []
-    sft = OracleSFT(config, log=lines.append)
-    sft.view.phase("warm start").time_limit_s = 600.0
-    sft.train(max_steps=2, max_seconds=30)
-    steps = [line for line in lines if line.startswith("warm start step")]
-    assert steps and all(" of 10m00s" in line for line in steps)
+    assert all(shown in line for line in steps)
 
 
 def test_sft_learns_the_oracle_replies(tmp_path):
