@@ -3,6 +3,9 @@ episode's turns to one replica, and a killed replica restarted with the newest w
 
 from __future__ import annotations
 
+import os
+import time
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -53,6 +56,25 @@ def _fleet_greedy(replica) -> list[list[int]]:
     return [out.token_ids for out in ray.get([replica.generate.remote(p, GREEDY) for p in PROMPTS])]
 
 
+def _pid(replica) -> int:
+    return ray.get(replica.__ray_call__.remote(lambda _self: os.getpid()))
+
+
+def _kill_and_wait_for_restart(replica, timeout_s: float = 120.0) -> None:
+    # ray.kill only asks: calls made right after it may still reach the old process
+    old_pid = _pid(replica)
+    ray.kill(replica, no_restart=False)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if _pid(replica) != old_pid:
+                return
+        except ray.exceptions.RayActorError:
+            pass  # between the old process and the new one
+        time.sleep(0.2)
+    raise AssertionError(f"the replica was not restarted within {timeout_s:.0f} s")
+
+
 def test_pushed_buckets_replace_the_weights_and_survive_a_replica_restart(ray_cluster):
     fleet = GeneratorFleet("tiny-random", replicas=2, bucket_mb=0.5, num_cpus=0, seed=0)
     try:
@@ -65,7 +87,7 @@ def test_pushed_buckets_replace_the_weights_and_survive_a_replica_restart(ray_cl
         assert buckets > 1  # 6.8M parameters in 0.5 MB buckets
         assert [_fleet_greedy(r) for r in fleet.replicas] == [after, after]
 
-        ray.kill(fleet.replicas[0], no_restart=False)  # Ray restarts it: built from seed 0 ...
+        _kill_and_wait_for_restart(fleet.replicas[0])  # Ray restarts it: built from seed 0 ...
         assert _fleet_greedy(fleet.replicas[0]) == after  # ... yet it serves the pushed weights
         stats = ray.get(fleet.replicas[0].get_stats.remote())
         assert stats["version"] == 1
