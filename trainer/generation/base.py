@@ -6,7 +6,8 @@ the policy's sampling distribution, ``log_softmax(logits / temperature)``, befor
 top-p or allowed-token truncation: the same quantity the trainer recomputes for PPO ratios.
 With ``logprobs_among_allowed`` it is taken under the softmax over the allowed tokens alone
 (what vLLM reports), the quantity a trainer that scores replies among the action words
-(``algorithm.score_actions_only``) recomputes.
+(``algorithm.score_actions_only``) recomputes. A ``grammar`` allows a set of tokens that
+changes at every step; the same two rules apply to it.
 """
 
 from __future__ import annotations
@@ -41,6 +42,12 @@ class SamplingParams:
             them (``finish_reason="stop"``); the token that completed it is the reply's last
             (vLLM's ``stop`` with ``include_stop_str_in_output``; see
             :mod:`trainer.generation.stop_strings`).
+        grammar: if set, the reply must follow this grammar (llguidance's Lark dialect, with
+            ``%json`` for JSON Schemas; see :mod:`trainer.generation.grammar`): each token is
+            sampled among those it allows next, and once it is complete only a stop token.
+            Log-probabilities follow the same rule as ``allowed_token_ids``: over the whole
+            vocabulary, or among the allowed tokens with ``logprobs_among_allowed``. How tool
+            calls are constrained (``continuous`` and ``hf``; vLLM takes it as a Lark grammar).
     """
 
     max_new_tokens: int = 64
@@ -53,6 +60,7 @@ class SamplingParams:
     ignore_eos: bool = False
     logprobs_among_allowed: bool = False
     stop: tuple[str, ...] = ()
+    grammar: str | None = None
 
     def stops(self, default: tuple[int, ...]) -> tuple[int, ...]:
         """The tokens that end a reply: ``stop_token_ids``, else the backend's ``default``

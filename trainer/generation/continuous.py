@@ -40,12 +40,13 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
 
 from trainer.generation.base import GenerationOutput, SamplingParams
+from trainer.generation.grammar import GrammarMasks
 from trainer.generation.hf import (
     HFGenerator,
     check_prompts,
@@ -82,6 +83,7 @@ class _Sampling:
     allowed: torch.Tensor | None
     stop: frozenset[int]
     stop_strings: StopStrings | None = None
+    grammar: GrammarMasks | None = None  # the compiler of params.grammar, if it has one
 
 
 @dataclass(eq=False)
@@ -94,6 +96,7 @@ class _Request:
     finish_reason: str = "length"
     computed: int = 0  # leading prompt tokens whose keys and values are in the cache
     aborted: bool = False
+    matcher: Any = None  # where the reply is in its grammar (sampling.grammar's matcher)
 
 
 class _FusedLinear(PackedLinear):
@@ -463,10 +466,15 @@ class ContinuousGenerator:
             )
         return GenerationStream(self, params, rng, allowed, max_step_tokens=max_step_tokens)
 
-    def _stops(self, params: SamplingParams) -> tuple[frozenset[int], StopStrings | None]:
-        """The stop tokens and stop strings of requests sampled with ``params``."""
+    def _stops(
+        self, params: SamplingParams
+    ) -> tuple[frozenset[int], StopStrings | None, GrammarMasks | None]:
+        """The stop tokens, stop strings and grammar compiler of requests sampled with
+        ``params``."""
         strings = StopStrings(self.tokenizer, params.stop) if params.stop else None
-        return frozenset(params.stops(self.default_stop_token_ids)), strings
+        stops = params.stops(self.default_stop_token_ids)
+        grammar = self._hf.grammar_masks(stops) if params.grammar is not None else None
+        return frozenset(stops), strings, grammar
 
     def _compute_shared_prefixes(self, prompts: list[list[int]], min_gain: int = 16) -> None:
         """Computes once the prefixes several prompts of one call share (a group's identical
@@ -798,8 +806,12 @@ class GenerationStream:
             raise ValueError(f"request keys must be unique among those in flight: {in_use}")
         with torch.inference_mode():
             self._engine._compute_shared_prefixes(checked)
-        for prompt, key in zip(checked, keys, strict=True):
-            request = _Request(key, prompt, sampling or self._own)
+        sampling = sampling or self._own
+        matchers: list[Any] = [None] * len(checked)
+        if sampling.grammar is not None:  # compiled before any request is queued: all or none
+            matchers = [sampling.grammar.matcher(sampling.params.grammar) for _ in checked]
+        for prompt, key, matcher in zip(checked, keys, matchers, strict=True):
+            request = _Request(key, prompt, sampling, matcher=matcher)
             self._requests[key] = request
             self._waiting.append(request)
 
@@ -861,9 +873,16 @@ class GenerationStream:
         for rows in groups.values():
             s = requests[rows[0]].sampling
             part = logits if len(rows) == len(requests) else logits[rows]
-            tokens, logprobs = sample_next_tokens(part, s.params, s.rng, s.allowed)
+            allowed = s.allowed
+            if s.grammar is not None:
+                allowed = s.grammar.allowed([requests[i].matcher for i in rows])
+                if s.allowed is not None:
+                    allowed &= s.allowed
+            tokens, logprobs = sample_next_tokens(part, s.params, s.rng, allowed)
             for i, token, logprob in zip(rows, tokens.tolist(), logprobs.tolist(), strict=True):
                 request = requests[i]
+                if s.grammar is not None:
+                    s.grammar.advance(request.matcher, token)
                 request.tokens.append(token)
                 request.logprobs.append(logprob)
                 sampled[i] = token

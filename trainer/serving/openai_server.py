@@ -66,7 +66,12 @@ from trainer.serving.engine import (
     Token,
 )
 from trainer.serving.reply_text import ReplyText
-from trainer.serving.tool_requests import ToolRequestError, check_tools, tool_reply
+from trainer.serving.tool_requests import (
+    ToolRequestError,
+    check_tools,
+    tool_grammar,
+    tool_reply,
+)
 from trainer.tool_call_formats import tool_call_format_for
 
 __all__ = ["build_app", "listening_socket", "serve"]
@@ -235,6 +240,20 @@ class _OpenAIEndpoints:
             )
         eos = [] if request.ignore_eos else [self.tokenizer.eos_token_id]
         stops = tuple(dict.fromkeys([*eos, *request.stop_token_ids]))
+        grammar = None
+        if isinstance(request, ChatRequest):
+            grammar = tool_grammar(
+                self.tool_format,
+                request.tools,
+                request.tool_choice,
+                parallel=request.parallel_tool_calls,
+            )
+            if grammar is not None and request.ignore_eos:
+                raise HTTPException(
+                    status_code=400,
+                    detail="ignore_eos cannot go with tool_choice 'required' or a named "
+                    "function: a reply of calls ends at the stop token",
+                )
         return SamplingParams(
             max_new_tokens=limit or self.context - len(prompt),
             temperature=request.temperature,
@@ -243,6 +262,7 @@ class _OpenAIEndpoints:
             stop_token_ids=stops,
             seed=request.seed,
             ignore_eos=request.ignore_eos,
+            grammar=grammar,
         )
 
     def start(self, request: _Request, prompt: list[int], params: SamplingParams) -> list[_Choice]:

@@ -1,6 +1,11 @@
 """Tools in ``/v1/chat/completions``: the request's ``tools`` and ``tool_choice`` checked, and a
 sampled reply turned into the assistant message (``tool_calls``) OpenAI returns.
 
+``tool_choice`` ``"required"`` or a named function is kept by grammar-constrained decoding
+(:func:`tool_grammar`): the reply is sampled within the grammar of calls to the tools (to the
+named one alone), so it is calls, schema-valid, and nothing else. ``"auto"`` samples freely (the
+model may answer in text) and ``"none"`` reads no calls.
+
 A reply is read with the served model's tool-call format (``roll-agent serve
 --tool-call-format``, ``auto`` by default: see :mod:`trainer.tool_call_formats`). Calls are
 known only once a reply has ended, so a stream holds a reply back while tools are on and sends
@@ -29,7 +34,7 @@ from typing import Any
 
 from trainer.tool_call_formats import ToolCallFormat
 
-__all__ = ["ToolReply", "ToolRequestError", "check_tools", "tool_reply"]
+__all__ = ["ToolReply", "ToolRequestError", "check_tools", "tool_grammar", "tool_reply"]
 
 # OpenAI's rule for a function's name
 _NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
@@ -74,21 +79,45 @@ def check_tools(tools: list[Any] | None, tool_choice: Any) -> None:
     if tool_choice in (None, "none", "auto"):
         return
     if tool_choice == "required" or isinstance(tool_choice, dict):
+        if not names:
+            raise ToolRequestError(f"tool_choice {tool_choice!r} needs tools to call")
         if isinstance(tool_choice, dict):
             named = (tool_choice.get("function") or {}).get("name")
             if named not in names:
                 raise ToolRequestError(
                     f"tool_choice names {named!r}, which is not among the tools ({names})"
                 )
-        # a call guaranteed needs a grammar over the tools' schemas
-        raise ToolRequestError(
-            "tool_choice 'required' or a named function needs constrained decoding, which this "
-            "server does not do yet: use tool_choice 'auto' (the model may answer in text)"
-        )
+        return
     raise ToolRequestError(
         "tool_choice must be 'none', 'auto', 'required' or "
         f'{{"type": "function", "function": {{"name": ...}}}}, got {tool_choice!r}'
     )
+
+
+def tool_grammar(
+    fmt: ToolCallFormat, tools: list[Any] | None, tool_choice: Any, *, parallel: bool
+) -> str | None:
+    """The grammar a reply is sampled within (checked ``tools`` and ``tool_choice``): calls to
+    the tools for ``"required"`` (one or more with ``parallel``), one call to the named function
+    for a named choice, ``None`` (free sampling) otherwise.
+
+    Example:
+        >>> from trainer.tool_call_formats import tool_call_format
+        >>> tools = [{"type": "function", "function": {"name": n}} for n in ("up", "down")]
+        >>> grammar = tool_grammar(tool_call_format("hermes"), tools,
+        ...                        {"type": "function", "function": {"name": "down"}},
+        ...                        parallel=True)
+        >>> '"down"' in grammar, '"up"' in grammar, tool_grammar(None, tools, "auto",
+        ...                                                      parallel=True)
+        (True, False, None)
+    """
+    if not tools or tool_choice in (None, "none", "auto"):
+        return None
+    if isinstance(tool_choice, dict):
+        named = tool_choice["function"]["name"]
+        chosen = [t for t in tools if t["function"]["name"] == named]
+        return fmt.call_grammar(chosen, parallel=False)
+    return fmt.call_grammar(tools, parallel=parallel)
 
 
 @dataclass(frozen=True)

@@ -71,7 +71,9 @@ def tool_call_format_for(name: str, tokenizer: Any) -> ToolCallFormat:
 
 
 register_tool_call_format(HermesFormat("hermes", "<tool_call> tags (Qwen2.5, Qwen3, Hermes)"))
-register_tool_call_format(Llama3JsonFormat("llama3-json", "bare JSON calls (Llama 3.1-3.3)"))
+register_tool_call_format(
+    Llama3JsonFormat("llama3-json", "bare JSON calls (Llama 3.1-3.3)", arguments_key="parameters")
+)
 register_tool_call_format(MistralFormat("mistral", "[TOOL_CALLS] and a JSON list (Mistral)"))
 register_tool_call_format(
     HermesFormat(

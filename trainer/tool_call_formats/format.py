@@ -12,8 +12,15 @@ A format does two things:
   listed in the system message, each call as the text the model would write, the results in a
   user message.
 
-Subclasses write the call syntax: :meth:`ToolCallFormat.write_calls` and
-:meth:`ToolCallFormat.parse`; the rendering of a template without tools is shared.
+A format also gives the **grammar** of a reply made of calls only
+(:meth:`ToolCallFormat.call_grammar`): the format's own syntax around a JSON Schema per call,
+``name`` one of the tools' and the arguments their ``parameters``. Constrained decoding
+samples within it (``tool_choice`` ``required`` or a named function), so every call is
+schema-valid JSON from a model's first step.
+
+Subclasses write the call syntax: :meth:`ToolCallFormat.write_calls`,
+:meth:`ToolCallFormat.parse` and :meth:`ToolCallFormat.calls_grammar`; the rendering of a template
+without tools is shared.
 """
 
 from __future__ import annotations
@@ -33,6 +40,8 @@ Message = dict[str, Any]
 __all__ = ["Call", "Message", "ParsedReply", "ToolCallFormat", "template_takes_tools"]
 
 _PROBE_TOOL = "rollenv_probe_tool"
+# calls sampled under a grammar are written as json.dumps writes them (and the prompts show)
+_JSON_STYLE = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
 
 
 @dataclass(frozen=True)
@@ -119,6 +128,7 @@ class ToolCallFormat(ABC):
     name: str
     description: str
     always_own_rendering: bool = field(default=False)
+    arguments_key: str = field(default="arguments")
 
     @abstractmethod
     def write_calls(self, calls: Sequence[Call]) -> str:
@@ -127,6 +137,41 @@ class ToolCallFormat(ABC):
     @abstractmethod
     def parse(self, text: str) -> ParsedReply:
         """The message a sampled reply stands for (never raises)."""
+
+    @abstractmethod
+    def calls_grammar(self, call: dict[str, Any], parallel: bool) -> str:
+        """The grammar (llguidance's Lark dialect, ``%json`` for a JSON Schema) of a reply that
+        is one call, or with ``parallel`` one or more, each call's JSON following the schema
+        ``call``."""
+
+    def call_grammar(self, tools: Sequence[Mapping[str, Any]], *, parallel: bool = True) -> str:
+        """The grammar of a reply that is calls to ``tools`` and nothing else.
+
+        Each call is the JSON object this format writes: ``name`` one of the tools' names and
+        its arguments (under :attr:`arguments_key`) valid for that tool's ``parameters``.
+
+        Example:
+            >>> from trainer.tool_call_formats import tool_call_format
+            >>> tools = [{"type": "function", "function": {"name": "move", "parameters": {
+            ...     "type": "object", "properties": {"direction": {"enum": ["Up", "Down"]}}}}}]
+            >>> print(tool_call_format("hermes").call_grammar(tools, parallel=False)[:48])
+            start: "<tool_call>\\n" call "\\n</tool_call>"
+        """
+        if not tools:
+            raise ValueError("a grammar of tool calls needs at least one tool")
+        one_of = [
+            {
+                "type": "object",
+                "properties": {
+                    "name": {"const": tool["function"]["name"]},
+                    self.arguments_key: tool["function"].get("parameters") or {"type": "object"},
+                },
+                "required": ["name", self.arguments_key],
+                "additionalProperties": False,
+            }
+            for tool in tools
+        ]
+        return self.calls_grammar({"anyOf": one_of, "x-guidance": _JSON_STYLE}, parallel)
 
     def write_message(self, message: Mapping[str, Any]) -> str:
         """The text a model of this family writes for an assistant message: its content, then

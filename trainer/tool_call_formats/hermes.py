@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rollenv.actions import tag_contents
 from trainer.tool_call_formats.format import Call, ParsedReply, ToolCallFormat
@@ -52,6 +53,11 @@ class HermesFormat(ToolCallFormat):
             f"{OPENING}\n{json.dumps({'name': c.name, 'arguments': c.arguments})}\n</tool_call>"
             for c in calls
         )
+
+    def calls_grammar(self, call: dict[str, Any], parallel: bool) -> str:
+        one = r'"<tool_call>\n" call "\n</tool_call>"'
+        start = f"start: {one}" + (rf' ("\n" {one})*' if parallel else "")
+        return f"{start}\ncall: %json {json.dumps(call)}\n"
 
     def parse(self, text: str) -> ParsedReply:
         if OPENING not in text:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from trainer.tool_call_formats.format import Call, ParsedReply, ToolCallFormat
 from trainer.tool_call_formats.hermes import read_call
@@ -27,6 +28,10 @@ class Llama3JsonFormat(ToolCallFormat):
 
     def write_calls(self, calls: Sequence[Call]) -> str:
         return "; ".join(json.dumps({"name": c.name, "parameters": c.arguments}) for c in calls)
+
+    def calls_grammar(self, call: dict[str, Any], parallel: bool) -> str:
+        start = 'start: call ("; " call)*' if parallel else "start: call"
+        return f"{start}\ncall: %json {json.dumps(call)}\n"
 
     def parse(self, text: str) -> ParsedReply:
         body = text.strip().removeprefix(PYTHON_TAG).strip()

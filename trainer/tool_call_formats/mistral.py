@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from trainer.tool_call_formats.format import Call, ParsedReply, ToolCallFormat
 from trainer.tool_call_formats.hermes import read_call
@@ -25,6 +26,14 @@ class MistralFormat(ToolCallFormat):
     def write_calls(self, calls: Sequence[Call]) -> str:
         listed = [{"name": c.name, "arguments": c.arguments} for c in calls]
         return f"{MARKER} {json.dumps(listed)}"
+
+    def calls_grammar(self, call: dict[str, Any], parallel: bool) -> str:
+        # the list is one JSON value: its commas are the JSON's own, as json.dumps writes them
+        style = call.get("x-guidance", {})
+        calls = {"type": "array", "items": call, "minItems": 1, "x-guidance": style}
+        if not parallel:
+            calls["maxItems"] = 1
+        return f'start: "{MARKER} " calls\ncalls: %json {json.dumps(calls)}\n'
 
     def parse(self, text: str) -> ParsedReply:
         before, marker, after = text.partition(MARKER)
