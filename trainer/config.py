@@ -158,7 +158,10 @@ class EnvConfig(_Section):
     (``finish_reason="context"``)."""
     constrain_to_actions: bool = False
     """Sample replies only among the env's action words (constrained decoding), for envs that
-    list them; ``algorithm.score_actions_only`` then scores them in that distribution."""
+    list them; ``algorithm.score_actions_only`` then scores them in that distribution. With
+    ``action_format=tools``: sample each reply within the grammar of one call to the env's
+    tools (grammar-constrained decoding, the ``continuous`` and ``hf`` backends), so every
+    call is schema-valid from the first step."""
     reply_prefix: str = ""
     """Text that starts every reply (e.g. ``<answer>``): its tokens end each prompt, are not
     trained, and the env reads them before the generated text."""
@@ -230,11 +233,6 @@ class EnvConfig(_Section):
             raise ValueError(
                 "env.action_format=tools plays one env id; a mix acts in text (set "
                 "env.action_format=text, or train one id of the mix)"
-            )
-        if self.action_format == "tools" and self.constrain_to_actions:
-            raise ValueError(
-                "env.constrain_to_actions samples among action words, which a tool call is "
-                "not: set it false with env.action_format=tools"
             )
         return self
 
@@ -818,6 +816,22 @@ class Config(_Section):
             raise ValueError(
                 "algorithm.score_actions_only scores replies among the action words that "
                 "constrained decoding samples: set env.constrain_to_actions=true"
+            )
+        if self.algorithm.score_actions_only and self.env.action_format == "tools":
+            raise ValueError(
+                "algorithm.score_actions_only scores among a fixed set of action words; a tool "
+                "call's grammar allows a set that changes at every token: set "
+                "algorithm.score_actions_only=false with env.action_format=tools"
+            )
+        if (
+            self.env.constrain_to_actions
+            and self.env.action_format == "tools"
+            and self.generation.backend not in ("continuous", "hf")
+        ):
+            raise ValueError(
+                f"generation.backend={self.generation.backend} is not given grammars: "
+                "env.constrain_to_actions with env.action_format=tools needs the continuous "
+                "or hf backend"
             )
         if self.env.constrain_to_actions and self.generation.backend == "sglang":
             raise ValueError(

@@ -72,12 +72,30 @@ def action_token_ids(tokenizer: Any, words: tuple[str, ...]) -> tuple[int, ...]:
     return tuple(sorted(ids))
 
 
+def tool_call_grammar(config: Config, tokenizer: Any) -> str:
+    """The grammar of one call to the env's tools (those its first reset lists), in the run's
+    tool-call format: how ``env.constrain_to_actions`` constrains ``action_format=tools``."""
+    from trainer.tool_call_formats import tool_call_format_for
+
+    env = config.env
+    made = rollenv.make(env.id, **env.make_kwargs)
+    try:
+        _, info = made.reset(seed=0)
+    finally:
+        made.close()
+    fmt = tool_call_format_for(env.tool_call_format, tokenizer)
+    return fmt.call_grammar(info["tools"], parallel=False)
+
+
 def sampling_params(config: Config, tokenizer: Any) -> SamplingParams:
-    """How training replies are sampled: ``config.sampling``, and only action words' tokens
-    with ``env.constrain_to_actions``."""
+    """How training replies are sampled: ``config.sampling``, and with
+    ``env.constrain_to_actions`` only action words' tokens (or, acting through tools, within
+    the grammar of one call)."""
     env, sampling = config.env, config.sampling
-    allowed = None
-    if env.constrain_to_actions:
+    allowed, grammar = None, None
+    if env.constrain_to_actions and env.action_format == "tools":
+        grammar = tool_call_grammar(config, tokenizer)
+    elif env.constrain_to_actions:
         inner = rollenv.make(env.id, **env.make_kwargs).unwrapped
         # a mixture samples the action words of every member
         envs = (
@@ -101,6 +119,7 @@ def sampling_params(config: Config, tokenizer: Any) -> SamplingParams:
         stop_token_ids=(tokenizer.eos_token_id,),
         stop=tuple(sampling.stop),
         allowed_token_ids=allowed,
+        grammar=grammar,
         # the log-probs the trainer scores too: among the action words, or the whole vocabulary
         logprobs_among_allowed=allowed is not None and config.algorithm.score_actions_only,
     )

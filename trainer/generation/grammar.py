@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ class GrammarMasks:
         )
         self._compiled: dict[str, Any] = {}  # grammar text -> a fresh matcher to copy
         self._bitmask = llg.torch.allocate_token_bitmask(1, vocab_size)
-        self._shifts = torch.arange(32, dtype=torch.int32)
+        self._executor = llg.LLExecutor()  # fills a batch's masks on several threads
 
     def matcher(self, grammar: str) -> Any:
         """A new matcher at the start of ``grammar`` (compiled once per grammar text).
@@ -113,10 +114,15 @@ class GrammarMasks:
         if self._bitmask.shape[0] < count:
             self._bitmask = self._llg.torch.allocate_token_bitmask(count, self.vocab_size)
         bitmask = self._bitmask[:count]
-        for row, matcher in enumerate(matchers):
-            self._llg.torch.fill_next_token_bitmask(matcher, bitmask, row)
-        bits = (bitmask.unsqueeze(-1) >> self._shifts) & 1  # (rows, words, 32), low bit first
-        allowed = bits.reshape(count, -1)[:, : self.vocab_size].bool()
+        if count == 1:
+            self._llg.torch.fill_next_token_bitmask(matchers[0], bitmask, 0)
+        else:
+            self._llg.torch.fill_next_token_bitmask_par(
+                self._executor, [(matcher, row) for row, matcher in enumerate(matchers)], bitmask
+            )
+        # token t is bit t % 32 of word t // 32: the little-endian bytes' bits, low bit first
+        bits = np.unpackbits(bitmask.numpy().view(np.uint8), axis=-1, bitorder="little")
+        allowed = torch.from_numpy(bits[:, : self.vocab_size].view(np.bool_))
         empty = ~allowed.any(dim=-1)
         if bool(empty.any()):
             allowed[empty.nonzero().flatten()[:, None], self._stop] = True

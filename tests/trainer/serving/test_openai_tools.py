@@ -1,11 +1,13 @@
 """``roll-agent serve`` with tools, through the real ``openai`` client: tools rendered into the
-prompt, ``role: tool`` messages continued, malformed tools refused by name, and a reply that
-calls a tool returned as ``tool_calls``."""
+prompt, ``role: tool`` messages continued, malformed tools refused by name, a reply that calls
+a tool returned as ``tool_calls``, and ``tool_choice`` ``required`` or named kept by
+grammar-constrained decoding."""
 
 from __future__ import annotations
 
 import json
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -13,6 +15,8 @@ pytest.importorskip("torch")
 pytest.importorskip("fastapi")
 uvicorn = pytest.importorskip("uvicorn")
 openai = pytest.importorskip("openai")
+jsonschema = pytest.importorskip("jsonschema")
+pytest.importorskip("llguidance")
 
 from openai.types.chat import ChatCompletionChunk  # noqa: E402
 
@@ -33,9 +37,27 @@ MOVE = {
             "type": "object",
             "properties": {"direction": {"type": "string", "enum": ["Up", "Down"]}},
             "required": ["direction"],
+            "additionalProperties": False,
         },
     },
 }
+JUMP = {
+    "type": "function",
+    "function": {
+        "name": "jump",
+        "description": "Jumps on the spot.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "height": {"type": "integer", "minimum": 1, "maximum": 3},
+                "note": {"type": "string", "maxLength": 12},
+            },
+            "required": ["height"],
+            "additionalProperties": False,
+        },
+    },
+}
+SCHEMAS = {tool["function"]["name"]: tool["function"]["parameters"] for tool in (MOVE, JUMP)}
 CALL = {
     "id": "call_1",
     "type": "function",
@@ -98,6 +120,7 @@ def test_a_conversation_with_calls_and_tool_results_goes_on(client):
         ([{"type": "retrieval"}], None, 'each tool must be {"type": "function"'),
         ([MOVE], {"type": "function", "function": {"name": "jump"}}, "not among the tools"),
         ([MOVE], "sometimes", "tool_choice must be 'none', 'auto', 'required'"),
+        ([], "required", "needs tools to call"),
     ],
 )
 def test_malformed_tools_get_a_400_that_names_the_problem(client, tools, tool_choice, problem):
@@ -153,3 +176,93 @@ def test_without_parallel_calls_only_the_first_call_is_returned():
 
 
 CALL_TEXT = '<tool_call>{"name": "move", "arguments": {"direction": "Down"}}</tool_call>'
+
+
+def _checked_calls(choice) -> list[tuple[str, dict]]:
+    """The calls of a reply, each valid for its tool's schema."""
+    assert choice.finish_reason == "tool_calls"
+    calls = []
+    for call in choice.message.tool_calls:
+        arguments = json.loads(call.function.arguments)
+        jsonschema.validate(arguments, SCHEMAS[call.function.name])
+        calls.append((call.function.name, arguments))
+    return calls
+
+
+def _constrained(client, seed: int, **kwargs):
+    return client.chat.completions.create(
+        model=MODEL,
+        messages=[{"role": "user", "content": "Move or jump."}],
+        tools=[MOVE, JUMP],
+        max_tokens=100,
+        temperature=1.0,
+        seed=seed,
+        **kwargs,
+    )
+
+
+def test_tool_choice_required_gets_a_schema_valid_call_on_every_request(client):
+    # random weights, sampled at temperature 1: only the grammar makes these calls
+    with ThreadPoolExecutor(8) as pool:
+        replies = list(
+            pool.map(
+                lambda seed: _constrained(
+                    client, seed, tool_choice="required", parallel_tool_calls=False
+                ),
+                range(200),
+            )
+        )
+    calls = [_checked_calls(reply.choices[0]) for reply in replies]
+    assert all(len(made) == 1 for made in calls)
+    assert {made[0][0] for made in calls} == {"move", "jump"}
+
+
+def test_parallel_calls_under_required_are_each_schema_valid(client):
+    replies = [
+        _constrained(client, seed, tool_choice="required", max_completion_tokens=400)
+        for seed in range(12)
+    ]
+    ended = [r.choices[0] for r in replies if r.choices[0].finish_reason != "length"]
+    assert len(ended) >= 6  # random weights may chain calls past the token budget
+    counts = [len(_checked_calls(choice)) for choice in ended]
+    assert max(counts) > 1  # more than one call where the request allows it
+
+
+def test_a_named_tool_choice_calls_that_tool(client):
+    named = {"type": "function", "function": {"name": "jump"}}
+    for seed in range(10):
+        reply = _constrained(client, seed, tool_choice=named)
+        [(name, _)] = _checked_calls(reply.choices[0])
+        assert name == "jump"
+
+
+def test_a_streamed_constrained_call_assembles_to_the_same_call(client):
+    whole = _constrained(client, 7, tool_choice="required", parallel_tool_calls=False)
+    stream = _constrained(client, 7, tool_choice="required", parallel_tool_calls=False, stream=True)
+    names, arguments, finish = {}, {}, None
+    for chunk in stream:
+        for delta in chunk.choices[0].delta.tool_calls or []:
+            names[delta.index] = names.get(delta.index, "") + (delta.function.name or "")
+            arguments[delta.index] = arguments.get(delta.index, "") + (
+                delta.function.arguments or ""
+            )
+        finish = chunk.choices[0].finish_reason or finish
+    [(name, args)] = _checked_calls(whole.choices[0])
+    assert finish == "tool_calls"
+    assert (names[0], json.loads(arguments[0])) == (name, args)
+
+
+def test_a_constrained_call_continues_after_its_tool_result(client):
+    first = _constrained(client, 3, tool_choice="required", parallel_tool_calls=False)
+    call = first.choices[0].message.tool_calls[0]
+    messages = [
+        {"role": "user", "content": "Move or jump."},
+        first.choices[0].message.model_dump(exclude_none=True),
+        {"role": "tool", "tool_call_id": call.id, "content": "Done."},
+    ]
+    second = client.chat.completions.create(
+        model=MODEL, messages=messages, tools=[MOVE, JUMP], tool_choice="required",
+        max_tokens=100, temperature=1.0, seed=4,
+    )  # fmt: skip
+    assert second.usage.prompt_tokens > first.usage.prompt_tokens
+    _checked_calls(second.choices[0])

@@ -41,3 +41,28 @@ def test_an_rl_step_runs_on_tool_calls(tmp_path, context):
     # in the tools format a valid action is a call the env ran: the schema-valid call rate
     assert 0.0 <= metrics["rollout/valid_action_rate"] <= 1.0
     assert metrics["rollout/response_tokens_per_turn"] > 1
+
+
+def test_constrained_tool_calls_are_all_valid_from_the_first_step(tmp_path):
+    # random weights: without the grammar hardly a reply is a call (the test above)
+    config = load_config(
+        None,
+        [
+            *TOOLS,
+            "env.constrain_to_actions=true",
+            "sampling.max_new_tokens=48",
+            f"train.output_dir={tmp_path}",
+        ],
+    )
+    pipeline = Pipeline(config, log=None)
+    metrics = pipeline.train_step()
+    assert metrics["rollout/valid_action_rate"] == 1.0
+    assert metrics["rollout/response_tokens_per_turn"] > 10  # a call, not a word
+
+
+def test_score_actions_only_is_refused_with_tool_calls():
+    with pytest.raises(ValueError, match="set algorithm.score_actions_only=false"):
+        load_config(
+            None,
+            [*TOOLS, "env.constrain_to_actions=true", "algorithm.score_actions_only=true"],
+        )
