@@ -87,8 +87,8 @@ class OpenAIGenerator:
         """One reply per prompt, requested concurrently; in the order of ``prompts``."""
         if params.grammar is not None:
             raise ValueError(
-                "an OpenAI-compatible server is not given grammars: grammar-constrained decoding (tool_choice "
-                "'required' or named) runs in the continuous and hf backends"
+                "an OpenAI-compatible server is not given grammars: grammar-constrained decoding "
+                "(tool_choice 'required' or named) runs in the continuous and hf backends"
             )
         if params.allowed_token_ids is not None:
             raise ValueError(

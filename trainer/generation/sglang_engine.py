@@ -80,8 +80,8 @@ class SGLangGenerator(OwnsModelFolder):
         """One reply per prompt, in the order of ``prompts`` (SGLang batches them itself)."""
         if params.grammar is not None:
             raise ValueError(
-                "the sglang backend is not given grammars: grammar-constrained decoding (tool_choice "
-                "'required' or named) runs in the continuous and hf backends"
+                "the sglang backend is not given grammars: grammar-constrained decoding "
+                "(tool_choice 'required' or named) runs in the continuous and hf backends"
             )
         if params.allowed_token_ids is not None:
             raise ValueError(

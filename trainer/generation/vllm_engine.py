@@ -140,8 +140,8 @@ class VLLMGenerator(OwnsModelFolder):
         """One reply per prompt, in the order of ``prompts`` (vLLM batches them itself)."""
         if params.grammar is not None:
             raise ValueError(
-                "the vllm backend is not given grammars: grammar-constrained decoding (tool_choice "
-                "'required' or named) runs in the continuous and hf backends"
+                "the vllm backend is not given grammars: grammar-constrained decoding "
+                "(tool_choice 'required' or named) runs in the continuous and hf backends"
             )
         self._awake()
         from vllm import SamplingParams as VLLMSamplingParams
