@@ -61,8 +61,8 @@ def test_overrides_reach_nested_fields_and_parse_yaml_values():
         ("train.steps=-1", "train.steps: Input should be greater than or equal to 0"),
         ("env.action_format=tool", "env.action_format: Input should be 'text' or 'tools'"),
         ("env.tool_call_format=hermse", "(got 'hermse'; did you mean 'hermes'?)"),
-        # the preset samples among its action words, which a tool call is not
-        ("env.action_format=tools", "set it false with env.action_format=tools"),
+        # the preset scores among its action words; a tool call's grammar allows a changing set
+        ("env.action_format=tools", "set algorithm.score_actions_only=false"),
     ],
 )
 def test_bad_values_name_the_field_and_what_is_allowed(override, message):
