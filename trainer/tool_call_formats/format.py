@@ -154,7 +154,8 @@ class ToolCallFormat(ABC):
             >>> from trainer.tool_call_formats import tool_call_format
             >>> tools = [{"type": "function", "function": {"name": "move", "parameters": {
             ...     "type": "object", "properties": {"direction": {"enum": ["Up", "Down"]}}}}}]
-            >>> print(tool_call_format("hermes").call_grammar(tools, parallel=False).splitlines()[0])
+            >>> grammar = tool_call_format("hermes").call_grammar(tools, parallel=False)
+            >>> print(grammar.splitlines()[0])
             start: "<tool_call>\\n" call "\\n</tool_call>"
         """
         if not tools:
