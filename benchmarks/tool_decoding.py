@@ -58,32 +58,13 @@ def tool_prompts(tokenizer: Any, count: int) -> tuple[list[list[int]], list[dict
     return prompts, tools
 
 
-def call_schema(tools: list[dict]) -> dict:
-    """The JSON Schema of one call to any of ``tools``, as the formats' grammars hold it."""
-    return {
-        "anyOf": [
-            {
-                "type": "object",
-                "properties": {
-                    "name": {"const": tool["function"]["name"]},
-                    "arguments": tool["function"].get("parameters") or {"type": "object"},
-                },
-                "required": ["name", "arguments"],
-                "additionalProperties": False,
-            }
-            for tool in tools
-        ]
-    }
-
-
 def walk_tokens(tokenizer: Any, vocab_size: int, schema: dict, text: str) -> list[int]:
     """Tokens that write ``text`` within the schema: at each step the longest token llguidance
     allows that continues it (llguidance allows the tokenizations it deems canonical)."""
     from trainer.generation.grammar import GrammarMasks
 
     masks = GrammarMasks(tokenizer, vocab_size, (tokenizer.eos_token_id,))
-    style = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
-    matcher = masks.matcher(f"start: %json {json.dumps({**schema, 'x-guidance': style})}")
+    matcher = masks.matcher(f"start: %json {json.dumps(schema)}")
     pieces = {t: tokenizer.decode([t]) for t in range(len(tokenizer))}
     tokens = []
     while text:
@@ -107,8 +88,7 @@ def time_llguidance(tokenizer: Any, vocab: int, schema: dict, tokens: list[int],
     ll_tokenizer = llguidance.hf.from_tokenizer(
         tokenizer, n_vocab=vocab, eos_token=tokenizer.eos_token_id
     )
-    style = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
-    grammar = f"start: %json {json.dumps({**schema, 'x-guidance': style})}"
+    grammar = f"start: %json {json.dumps(schema)}"
     compile_s, token_s = [], []
     bitmask = llguidance.torch.allocate_token_bitmask(1, vocab)
     for _ in range(repeats):
@@ -139,8 +119,9 @@ def time_xgrammar(tokenizer: Any, vocab: int, schema: dict, tokens: list[int], r
     for _ in range(repeats):
         compiler = xgrammar.GrammarCompiler(info, cache_enabled=False)
         clock = time.perf_counter()
+        plain = {key: value for key, value in schema.items() if key != "x-guidance"}
         compiled = compiler.compile_json_schema(
-            json.dumps(schema), any_whitespace=False, separators=(", ", ": ")
+            json.dumps(plain), any_whitespace=False, separators=(", ", ": ")
         )
         compile_s.append(time.perf_counter() - clock)
         matcher = xgrammar.GrammarMatcher(compiled)
@@ -192,7 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     model, tokenizer = load_model(args.model, seed=0)
     vocab = int(model.get_output_embeddings().weight.shape[0])
     prompts, tools = tool_prompts(tokenizer, args.requests)
-    schema = call_schema(tools)
+    schema = tool_call_format("smollm2").call_schema(tools)
 
     # 1. the library: the same schema, the same call's tokens
     example = Call(tools[0]["function"]["name"], _example_arguments(tools[0]))
@@ -226,7 +207,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         run_arm(generator, requests[:batch], constrained, batch)  # warm-up: weights' copies
         ratios, per_arm = [], {"constrained": [], "free": []}
-        valid = 0
         for round_ in range(args.rounds):
             made, seconds, lengths = run_arm(generator, requests, constrained, batch)
             per_arm["constrained"].append(made / seconds)

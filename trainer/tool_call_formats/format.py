@@ -158,6 +158,12 @@ class ToolCallFormat(ABC):
             >>> print(grammar.splitlines()[0])
             start: "<tool_call>\\n" call "\\n</tool_call>"
         """
+        return self.calls_grammar(self.call_schema(tools), parallel)
+
+    def call_schema(self, tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """The JSON Schema of one call to any of ``tools``, as this format writes a call
+        (``name``, and the arguments under :attr:`arguments_key`), with llguidance's
+        ``x-guidance`` options for ``json.dumps``' spacing."""
         if not tools:
             raise ValueError("a grammar of tool calls needs at least one tool")
         one_of = [
@@ -172,7 +178,7 @@ class ToolCallFormat(ABC):
             }
             for tool in tools
         ]
-        return self.calls_grammar({"anyOf": one_of, "x-guidance": _JSON_STYLE}, parallel)
+        return {"anyOf": one_of, "x-guidance": _JSON_STYLE}
 
     def write_message(self, message: Mapping[str, Any]) -> str:
         """The text a model of this family writes for an assistant message: its content, then
