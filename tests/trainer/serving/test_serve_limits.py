@@ -219,7 +219,7 @@ def test_clients_that_disconnect_mid_generation_free_their_sequences(long_contex
     # tokens, so one request in 25 would otherwise end within its 2,040 and never be seen running
     long = {"model": MODEL, "prompt": "Push", "max_tokens": 2040, "ignore_eos": True}
 
-    async def leave(stream: bool) -> None:
+    async def leave(stream: bool, all_running: asyncio.Future) -> None:
         reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
         body = json.dumps(long | {"stream": stream}).encode()
         writer.write(
@@ -228,18 +228,22 @@ def test_clients_that_disconnect_mid_generation_free_their_sequences(long_contex
             + body
         )
         await writer.drain()
+        # One shared wait: had each client waited for a count of its own, the first to leave
+        # would lower the count that the others were still waiting to see.
+        await all_running
         if stream:
             await reader.readuntil(b"data: ")  # generation has begun
-        else:
-            await asyncio.to_thread(
-                _wait_for,
-                lambda: _metrics(server.port)["rollenv:num_requests_running"] >= 2,
-                "the requests to start",
-            )
         writer.close()
 
     async def both():
-        await asyncio.gather(leave(True), leave(True), leave(False), leave(False))
+        all_running = asyncio.ensure_future(
+            asyncio.to_thread(
+                _wait_for,
+                lambda: _metrics(server.port)["rollenv:num_requests_running"] == 4,
+                "the four requests to start",
+            )
+        )
+        await asyncio.gather(*(leave(stream, all_running) for stream in (True, True, False, False)))
 
     asyncio.run(both())
     key = 'rollenv:request_success_total{finished_reason="abort"}'
