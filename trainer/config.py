@@ -472,6 +472,42 @@ class RolloutConfig(_Section):
     """Times an episode whose env manager raised is played again before the step fails."""
 
 
+class AgentConfig(_Section):
+    """An agent program that plays the episodes instead of the built-in env manager: an
+    ``async def agent(env, llm)`` given a Gymnasium env and an ``openai.AsyncOpenAI`` client
+    whose ``base_url`` is the gateway's session of its episode (``roll-agent train --agent``;
+    see :mod:`trainer.agents.agent_episodes`). In YAML ``agent: mypkg.agents:shop`` stands for
+    ``agent: {function: mypkg.agents:shop}``. The agent builds its own prompts: ``env.context``,
+    ``env.window``, ``env.max_turns`` and ``env.max_context_tokens`` do not apply to it."""
+
+    function: str | None = None
+    """The agent, ``package.module:function``; ``None``: the built-in env manager plays."""
+    concurrency: int = Field(16, gt=0)
+    """The most episodes played at once, each in a thread of its own."""
+    deadline_s: float = Field(600.0, gt=0.0)
+    """An episode still running after this many seconds is ended and counted as failed."""
+    max_calls: int | None = Field(256, gt=0)
+    """The most model calls one episode may make; the next is refused (410) and the episode
+    fails (``None``: no limit)."""
+    failure_reward: float | None = None
+    """The return a failed episode (it raised, passed its deadline or max_calls) is trained on
+    with; ``None`` drops it."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _named_alone(cls, value: Any) -> Any:
+        return {"function": value} if isinstance(value, str) else value
+
+    @field_validator("function")
+    @classmethod
+    def _module_and_function(cls, value: str | None) -> str | None:
+        if value is not None:
+            module, colon, name = value.partition(":")
+            if not colon or not module or not name:
+                raise ValueError(f"must be 'package.module:function', got {value!r}")
+        return value
+
+
 class OptimConfig(_Section):
     """AdamW, and how each update is cut into forward and backward passes."""
 
@@ -739,6 +775,8 @@ class Config(_Section):
     """The supervised warm start."""
     rewards: RewardsConfig = RewardsConfig()
     """Reward workers: rule verifiers, sandboxes, LLM judges."""
+    agent: AgentConfig = AgentConfig()
+    """An agent program trained through the gateway, instead of the built-in env manager."""
 
     @model_validator(mode="after")
     def _what_is_trained(self) -> Config:
@@ -774,6 +812,34 @@ class Config(_Section):
                 f"sft.max_minutes ({warm:g}) is the warm start's share of the whole run's "
                 f"train.max_minutes ({whole:g}): set it below, or sft.max_minutes=null"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _agent_rules(self) -> Config:
+        if self.agent.function is None:
+            return self
+        if self.rollout.mode != "local":
+            raise ValueError(
+                "agent.function plays its episodes in this process, through the gateway: set "
+                "rollout.mode=local"
+            )
+        if self.generation.backend != "continuous":
+            raise ValueError(
+                "agent.function trains through the gateway, which serves the continuous engine: "
+                f"set generation.backend=continuous (got {self.generation.backend})"
+            )
+        built_in_only = {
+            "sft.before_rl=false (the warm start plays the built-in env manager's prompts, "
+            "not the agent's)": self.sft.before_rl,
+            "env.constrain_to_actions=false (an agent asks for constrained calls with "
+            'tool_choice="required")': self.env.constrain_to_actions,
+            "algorithm.score_actions_only=false (an agent's replies are its own text)": (
+                self.algorithm.score_actions_only
+            ),
+        }
+        wrong = [setting for setting, on in built_in_only.items() if on]
+        if wrong:
+            raise ValueError(f"agent.function: set {'; '.join(wrong)}")
         return self
 
     @model_validator(mode="after")

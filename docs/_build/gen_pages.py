@@ -71,6 +71,7 @@ NAV: list[tuple[str, Any]] = [
         [
             ("Algorithms", "training/algorithms.md"),
             ("Presets", "training/presets.md"),
+            ("Agent programs", "training/agent-programs.md"),
             ("Ray rollouts", "training/ray.md"),
             ("Train workers and strategies", "training/strategies.md"),
             ("Checkpoints and resume", "training/checkpoints.md"),

@@ -116,6 +116,15 @@ def test_ray_flags_switch_the_rollout_mode_and_join_a_cluster():
     )
 
 
+def test_the_agent_flag_names_the_agent_program():
+    from trainer.cli.launch import config_from_args
+    from trainer.cli.main import build_parser
+
+    args = build_parser().parse_args(["train", "--env", "FrozenLake-v0", "--agent", "a.b:c"])
+    assert config_from_args(args).agent.function == "a.b:c"
+    assert load_config(None, ["agent=shop.agents:shop"]).agent.function == "shop.agents:shop"
+
+
 def test_generation_engine_options_carry_the_non_defaults():
     assert load_config("sokoban").generation.engine_options() == {}
     off = load_config("sokoban", ["generation.packed_weights=false"]).generation

@@ -56,6 +56,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
         ("seed", "train.seed"),
         ("strategy", "train.strategy"),
         ("workers", "train.workers"),
+        ("agent", "agent.function"),
     ):
         value = getattr(args, flag, None)
         if value is not None:

@@ -46,6 +46,12 @@ def add_train_command(commands: argparse._SubParsersAction) -> None:
         "--resume", action="store_true", help="continue from the newest checkpoint of the run"
     )
     parser.add_argument(
+        "--agent",
+        metavar="MODULE:FUNCTION",
+        help="agent.function: an agent program, async def agent(env, llm), plays the episodes "
+        "through the gateway instead of the built-in env manager",
+    )
+    parser.add_argument(
         "--ray",
         action="store_true",
         help="play episodes in env manager actors on Ray, a local cluster started for the run "

@@ -88,27 +88,30 @@ class ChatTokens:
             return self._encode(self.tool_format.render(self.tokenizer, messages, tools))
         return self._encode(self._render(messages, True))
 
+    def _render_probe(self, messages: list[Message], add_generation_prompt: bool) -> str:
+        """``messages`` rendered by the tool-call format, or by the chat template without one."""
+        if self.tool_format is not None:
+            return self.tool_format.render(
+                self.tokenizer, messages, add_generation_prompt=add_generation_prompt
+            )
+        return self._render(messages, add_generation_prompt)
+
     @functools.cached_property
-    def _tool_reply_probe(self) -> str:
-        """A placeholder reply after a short chat, as the tool-call format renders it."""
-        assert self.tool_format is not None
-        return self.tool_format.render(self.tokenizer, _TOOL_PROBE, add_generation_prompt=False)
+    def _reply_probe(self) -> str:
+        """A placeholder reply after a short chat, rendered (once)."""
+        return self._render_probe(_TOOL_PROBE, add_generation_prompt=False)
 
     def next_messages(self, messages: Sequence[Message], reply_ended_turn: bool) -> list[int]:
-        """Tokens to append after a sampled reply in the ``tools`` format: close it, add
-        ``messages`` (the tool results, or a user message), open the next assistant turn.
+        """Tokens to append after a sampled reply: close it, add ``messages`` (the tool
+        results, or user messages), open the next assistant turn. With a tool-call format they
+        are rendered by it (the ``tools`` format), else by the chat template.
 
         Raises:
             ValueError: the template renders the earlier turns differently once these
                 messages follow (one line; ``context: window`` renders each prompt whole).
         """
-        fmt = self.tool_format
-        if fmt is None:
-            raise ValueError("next_messages needs a tool-call format; use next_turn")
-        with_reply = self._tool_reply_probe  # the same every turn: rendered once
-        with_next = fmt.render(
-            self.tokenizer, [*_TOOL_PROBE, *messages], add_generation_prompt=True
-        )
+        with_reply = self._reply_probe  # the same every turn: rendered once
+        with_next = self._render_probe([*_TOOL_PROBE, *messages], add_generation_prompt=True)
         if not with_next.startswith(with_reply):
             raise ValueError(
                 f"the chat template rewrites earlier turns when {messages[0]['role']} messages "

@@ -36,8 +36,9 @@ import queue
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from trainer.generation.base import GenerationOutput, SamplingParams
 from trainer.generation.continuous import ContinuousGenerator, GenerationStream
@@ -56,10 +57,12 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Token:
-    """A sampled token of a request."""
+    """A sampled token of a request, and the version of the weights that sampled it (see
+    :meth:`ServingEngine.update_weights`)."""
 
     token_id: int
     logprob: float
+    weight_version: int = 0
 
 
 @dataclass(frozen=True)
@@ -169,6 +172,8 @@ class ServingEngine:
         on_finished: called on the engine thread with each request that ended and its
             output (e.g. to record metrics); the attribute of that name can be set later.
         on_refused: called on the engine thread with each queued request it refused; likewise.
+        weight_version: the version of ``generator``'s weights now; each
+            :meth:`update_weights` adds one.
         own_thread: start a thread that runs :meth:`run`. ``False``: the caller runs it, on
             the main thread for speed: torch decodes one sequence markedly faster on the main
             thread than on another (OpenMP's second team; ``benchmarks/serve_load.py``), so
@@ -185,6 +190,7 @@ class ServingEngine:
         max_waiting: int | None = None,
         on_finished: Callable[[ServedRequest, GenerationOutput], None] | None = None,
         on_refused: Callable[[ServedRequest], None] | None = None,
+        weight_version: int = 0,
         own_thread: bool = True,
     ) -> None:
         self.generator = generator
@@ -205,6 +211,7 @@ class ServingEngine:
         self._deadlines: deque[tuple[float, ServedRequest]] = deque()
         self._in_flight: dict[int, ServedRequest] = {}
         self._stream = self._new_stream()
+        self.weight_version = weight_version
         self._thread: threading.Thread | None = None
         if own_thread:
             self._thread = threading.Thread(target=self.run, name="rollenv-serving", daemon=True)
@@ -256,6 +263,26 @@ class ServingEngine:
         if not request.done:
             self._inbox.put(("abort", request, None))
             self._wake.set()
+
+    def update_weights(
+        self, state_dict: Mapping[str, Any], version: int | None = None, timeout_s: float = 600.0
+    ) -> None:
+        """Loads new weights between two forward passes and returns once they are in: the
+        tokens sampled after it carry ``version`` (default: the current one plus one). A
+        request that is running goes on under the new weights from its next token (its KV
+        cache, computed under the old ones, is kept). Safe from any thread but the engine's.
+
+        Raises:
+            TimeoutError: the engine did not take the weights within ``timeout_s``.
+        """
+        loaded = threading.Event()
+        errors: list[BaseException] = []
+        self._inbox.put(("weights", None, (state_dict, version, loaded, errors)))  # type: ignore[arg-type]
+        self._wake.set()
+        if not loaded.wait(timeout_s):
+            raise TimeoutError(f"the engine did not load the weights within {timeout_s:g} s")
+        if errors:
+            raise errors[0]
 
     def drain(self, reason: str = "the server is shutting down") -> None:
         """Refuses new requests from now on (503); the running ones go on."""
@@ -318,6 +345,14 @@ class ServingEngine:
                 output = self._stream.abort(request.key)
                 if output is not None:
                     self._end(request, output)
+            elif command == "weights":
+                state_dict, version, loaded, errors = argument  # type: ignore[misc]
+                try:
+                    self.generator.update_weights(state_dict)
+                    self.weight_version = self.weight_version + 1 if version is None else version
+                except Exception as error:  # the caller hears of it
+                    errors.append(error)
+                loaded.set()
             elif command == "abort_all":  # the waiting are refused, the running end
                 for key, held in list(self._in_flight.items()):
                     waiting = self._stream.is_waiting(key)
@@ -363,11 +398,12 @@ class ServingEngine:
         stats.recent.append((now, new_prompt, len(sampled)))
         # one wake-up of each caller's event loop a step, not one a token
         by_loop: dict[asyncio.AbstractEventLoop, list[tuple[ServedRequest, Token]]] = {}
+        version = self.weight_version
         for key, token, logprob in sampled:
             request = self._in_flight[key]  # type: ignore[index]
             if request.first_token_at is None:
                 request.first_token_at = now
-            by_loop.setdefault(request._loop, []).append((request, Token(token, logprob)))
+            by_loop.setdefault(request._loop, []).append((request, Token(token, logprob, version)))
         for loop, events in by_loop.items():
             loop.call_soon_threadsafe(_hand_out, events)
         for key, output in finished:

@@ -46,7 +46,7 @@ import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from fastapi import FastAPI, HTTPException, Request
@@ -74,7 +74,16 @@ from trainer.serving.tool_requests import (
 )
 from trainer.tool_call_formats import tool_call_format_for
 
-__all__ = ["build_app", "listening_socket", "serve"]
+__all__ = [
+    "ChatRequest",
+    "CompletionRequest",
+    "OpenAIEndpoints",
+    "OpenAIRequest",
+    "ReplyChoice",
+    "build_app",
+    "listening_socket",
+    "serve",
+]
 
 
 MAX_CHOICES = 16
@@ -84,7 +93,9 @@ class StreamOptions(BaseModel):
     include_usage: bool = False  # a last chunk with the token counts and no choices
 
 
-class _Request(BaseModel):
+class OpenAIRequest(BaseModel):
+    """What completion and chat requests share: OpenAI's fields and vLLM's extra ones."""
+
     model_config = ConfigDict(extra="ignore")  # OpenAI clients send fields we do not use
 
     model: str
@@ -112,7 +123,7 @@ class _Request(BaseModel):
         return self.max_tokens
 
 
-class CompletionRequest(_Request):
+class CompletionRequest(OpenAIRequest):
     prompt: str | list[int]
     logprobs: int | None = Field(None, ge=0, le=1)
     return_tokens_as_token_ids: bool = False
@@ -128,7 +139,7 @@ class ChatMessage(BaseModel):
     name: str | None = None
 
 
-class ChatRequest(_Request):
+class ChatRequest(OpenAIRequest):
     messages: list[ChatMessage] = Field(min_length=1)
     logprobs: bool = False
     top_logprobs: int | None = Field(None, ge=0)
@@ -152,13 +163,15 @@ class ChatRequest(_Request):
 
 
 @dataclass
-class _Choice:
+class ReplyChoice:
     """One of a request's ``n`` replies: its engine request and its text so far."""
 
     index: int
     served: ServedRequest
     reply: ReplyText
     finish_reason: str | None = None
+    weight_versions: list[int] = field(default_factory=list)  # of each sampled token
+    tool_reply: Any = None  # its calls, once read (OpenAIEndpoints.calls_of)
 
 
 async def _until_disconnected(http_request: Any) -> None:
@@ -169,7 +182,7 @@ async def _until_disconnected(http_request: Any) -> None:
             return
 
 
-class _OpenAIEndpoints:
+class OpenAIEndpoints:
     """The server's endpoints over one engine, and the steps they share: a request checked,
     its replies started, run (streamed or collected) and aborted when the client leaves."""
 
@@ -202,13 +215,16 @@ class _OpenAIEndpoints:
         ]
         return self.error(400, "; ".join(problems))
 
-    def check_request(self, request: _Request) -> None:
+    def check_model(self, request: OpenAIRequest) -> None:
         if request.model != self.model_name:
             raise HTTPException(
                 status_code=404,
                 detail=f"model {request.model!r} is not served here; this server has "
                 f"{self.model_name!r} (GET /v1/models)",
             )
+
+    def check_request(self, request: OpenAIRequest) -> None:
+        self.check_model(request)
         if isinstance(request, CompletionRequest) and request.tools:
             raise HTTPException(
                 status_code=400,
@@ -226,7 +242,7 @@ class _OpenAIEndpoints:
                 "each sampled token's log-probability",
             )
 
-    def sampling(self, request: _Request, prompt: list[int], where: str) -> SamplingParams:
+    def sampling(self, request: OpenAIRequest, prompt: list[int], where: str) -> SamplingParams:
         """The request's sampling; refuses (400) a prompt and reply beyond the context."""
         limit = request.reply_limit
         asked = len(prompt) + (limit or 1)
@@ -265,15 +281,17 @@ class _OpenAIEndpoints:
             grammar=grammar,
         )
 
-    def start(self, request: _Request, prompt: list[int], params: SamplingParams) -> list[_Choice]:
+    def start(
+        self, request: OpenAIRequest, prompt: list[int], params: SamplingParams
+    ) -> list[ReplyChoice]:
         """Submits the request's ``n`` replies (a seeded request seeds each one apart)."""
-        choices: list[_Choice] = []
+        choices: list[ReplyChoice] = []
         try:
             for index in range(request.n):
                 seed = None if request.seed is None else request.seed + index
                 served = self.engine.submit(prompt, replace(params, seed=seed))
                 choices.append(
-                    _Choice(
+                    ReplyChoice(
                         index,
                         served,
                         ReplyText(
@@ -289,11 +307,15 @@ class _OpenAIEndpoints:
             raise HTTPException(status_code=400, detail=str(bad)) from None
         return choices
 
-    async def pump(self, choice: _Choice, out: asyncio.Queue[tuple[_Choice, str, Any]]) -> None:
+    async def pump(
+        self, choice: ReplyChoice, out: asyncio.Queue[tuple[ReplyChoice, str, Any]]
+    ) -> None:
         """Feeds ``out`` with ``(choice, text, end)``: ``end`` is None while it runs, then its
         finish reason, or a :class:`Refused`."""
         async for event in choice.served.events():
             if isinstance(event, Token):
+                if not choice.reply.stopped:
+                    choice.weight_versions.append(event.weight_version)
                 piece = choice.reply.add(event.token_id, event.logprob)
                 if choice.reply.stopped:
                     self.engine.abort(choice.served)  # a stop string: no need to go on
@@ -308,11 +330,11 @@ class _OpenAIEndpoints:
                 out.put_nowait((choice, "", event))
 
     async def run(
-        self, choices: list[_Choice], http_request: Request
-    ) -> AsyncIterator[tuple[_Choice, str, Any]]:
+        self, choices: list[ReplyChoice], http_request: Request
+    ) -> AsyncIterator[tuple[ReplyChoice, str, Any]]:
         """The choices' pieces as they come; every choice is aborted if the client leaves (or
         the caller stops reading)."""
-        out: asyncio.Queue[tuple[_Choice, str, Any]] = asyncio.Queue()
+        out: asyncio.Queue[tuple[ReplyChoice, str, Any]] = asyncio.Queue()
         pumps = [asyncio.create_task(self.pump(choice, out)) for choice in choices]
         gone = asyncio.create_task(_until_disconnected(http_request))
         ended = 0
@@ -338,7 +360,7 @@ class _OpenAIEndpoints:
             return HTTPException(status_code=end.status, detail=end.message)
         return None
 
-    async def collect(self, choices: list[_Choice], http_request: Request) -> None:
+    async def collect(self, choices: list[ReplyChoice], http_request: Request) -> None:
         """Runs the choices to their end; raises the first refusal as an HTTP error."""
         async with contextlib.aclosing(self.run(choices, http_request)) as pieces:
             async for _, _, end in pieces:
@@ -354,10 +376,16 @@ class _OpenAIEndpoints:
             )
 
     async def event_stream(
-        self, choices: list[_Choice], http_request: Request, chunk: Any, last: Any = None
+        self,
+        choices: list[ReplyChoice],
+        http_request: Request,
+        chunk: Any,
+        last: Any = None,
+        on_end: Any = None,
     ) -> StreamingResponse | JSONResponse:
         """Streams ``chunk(choice, text, finish_reason)`` events, then ``last()`` if given (the
-        usage chunk); a request refused before its first piece is an HTTP error instead."""
+        usage chunk); a request refused before its first piece is an HTTP error instead.
+        ``on_end()`` is called once every choice has ended, before the last events."""
         pieces = self.run(choices, http_request)
         first = await anext(pieces, None)
         if first is not None and (problem := self.refusal(first[2])) is not None:
@@ -385,6 +413,8 @@ class _OpenAIEndpoints:
                     if following is None:
                         break
                     items = [following]
+                if on_end is not None and all(c.finish_reason for c in choices):
+                    on_end()
                 if last is not None:
                     yield f"data: {json.dumps(last())}\n\n"
                 yield "data: [DONE]\n\n"
@@ -393,7 +423,7 @@ class _OpenAIEndpoints:
 
         return StreamingResponse(events(), media_type="text/event-stream")
 
-    def usage(self, prompt: list[int], choices: list[_Choice]) -> dict[str, int]:
+    def usage(self, prompt: list[int], choices: list[ReplyChoice]) -> dict[str, int]:
         n = sum(len(c.reply.kept()[0]) for c in choices)
         return {
             "prompt_tokens": len(prompt),
@@ -402,7 +432,11 @@ class _OpenAIEndpoints:
         }
 
     def usage_chunk(
-        self, request: _Request, head: dict[str, Any], prompt: list[int], choices: list[_Choice]
+        self,
+        request: OpenAIRequest,
+        head: dict[str, Any],
+        prompt: list[int],
+        choices: list[ReplyChoice],
     ) -> Any:
         """The stream's last chunk when ``stream_options.include_usage``: no choices, the
         token counts (built once the replies have ended)."""
@@ -442,28 +476,43 @@ class _OpenAIEndpoints:
             ],
         }
 
+    def replied(
+        self, context: Any, request: OpenAIRequest, prompt: list[int], choices: list[Any]
+    ) -> None:
+        """Called once every choice of a request has ended (``context``: what the route gave
+        :meth:`answer`); a gateway records the call here. Nothing by default."""
+
+    def sampling_for(
+        self, context: Any, request: OpenAIRequest, prompt: list[int], where: str
+    ) -> SamplingParams:
+        """The sampling of a request (a gateway may override it per session)."""
+        return self.sampling(request, prompt, where)
+
     async def answer(
         self,
-        request: _Request,
+        request: OpenAIRequest,
         http_request: Request,
         prompt: list[int],
         where: str,
         head: dict[str, Any],
         chunk: Any,
         choice_body: Any,
+        context: Any = None,
     ) -> Any:
         """Runs the request's choices (``where``: what its prompt is called in a 400): a
         stream of ``chunk(head, choice, text, finish_reason)``, or once they end, the body with
-        ``choice_body(choice)`` for each."""
-        choices = self.start(request, prompt, self.sampling(request, prompt, where))
+        ``choice_body(choice)`` for each. ``context`` goes to :meth:`replied`."""
+        choices = self.start(request, prompt, self.sampling_for(context, request, prompt, where))
         if request.stream:
             return await self.event_stream(
                 choices, http_request, lambda *a: chunk(head, *a),
                 self.usage_chunk(request, head, prompt, choices),
+                lambda: self.replied(context, request, prompt, choices),
             )  # fmt: skip
         await self.collect(choices, http_request)
         if any(c.finish_reason is None for c in choices):
             return Response(status_code=499)  # the client left; nobody reads this
+        self.replied(context, request, prompt, choices)
         body = [
             {"index": c.index, "finish_reason": c.finish_reason, **choice_body(c)} for c in choices
         ]
@@ -478,19 +527,37 @@ class _OpenAIEndpoints:
             "model": self.model_name,
         }
 
-    async def completions(self, request: CompletionRequest, http_request: Request) -> Any:
-        self.check_request(request)
+    def completion_prompt(self, context: Any, request: CompletionRequest) -> list[int]:
+        """A completion request's prompt as token ids."""
         if isinstance(request.prompt, str):
-            prompt = self.tokenizer.encode(request.prompt, add_special_tokens=False)
+            return self.tokenizer.encode(request.prompt, add_special_tokens=False)
+        return list(request.prompt)
+
+    def chat_prompt(
+        self, context: Any, request: ChatRequest, messages: list[dict[str, Any]]
+    ) -> list[int]:
+        """A chat request's prompt as token ids: the messages rendered by the chat template
+        (by the tool-call format where the chat holds tools)."""
+        if request.uses_tools:
+            text = self.tool_format.render(self.tokenizer, messages, request.tools)
         else:
-            prompt = list(request.prompt)
+            text = self.tokenizer.apply_chat_template(
+                messages, tokenize=False, add_generation_prompt=True
+            )
+        return self.tokenizer.encode(text, add_special_tokens=False)
+
+    async def completions(
+        self, request: CompletionRequest, http_request: Request, context: Any = None
+    ) -> Any:
+        self.check_request(request)
+        prompt = self.completion_prompt(context, request)
         vocab = len(self.tokenizer)
         if not prompt or any(not 0 <= t < vocab for t in prompt):
             raise HTTPException(
                 status_code=400, detail=f"prompt must be text or token ids in [0, {vocab})"
             )
 
-        def chunk(head: dict, choice: _Choice, text: str | None, finish: str | None) -> Any:
+        def chunk(head: dict, choice: ReplyChoice, text: str | None, finish: str | None) -> Any:
             if text is None:
                 return None  # completions have no opening chunk
             return {
@@ -498,7 +565,7 @@ class _OpenAIEndpoints:
                 "choices": [{"index": choice.index, "text": text, "finish_reason": finish}],
             }
 
-        def choice_body(choice: _Choice) -> dict[str, Any]:
+        def choice_body(choice: ReplyChoice) -> dict[str, Any]:
             logprobs = None
             if request.logprobs is not None:
                 ids, values = choice.reply.kept()
@@ -514,28 +581,40 @@ class _OpenAIEndpoints:
             return {"text": choice.reply.text, "logprobs": logprobs}
 
         head = self.headed("text_completion", "cmpl")
-        return await self.answer(request, http_request, prompt, "prompt", head, chunk, choice_body)
+        return await self.answer(
+            request, http_request, prompt, "prompt", head, chunk, choice_body, context
+        )
 
-    async def chat_completions(self, request: ChatRequest, http_request: Request) -> Any:
-        self.check_request(request)
-        messages = [m.model_dump(exclude_none=True) for m in request.messages]
-        if request.uses_tools:
-            text = self.tool_format.render(self.tokenizer, messages, request.tools)
-        else:
-            text = self.tokenizer.apply_chat_template(
-                messages, tokenize=False, add_generation_prompt=True
-            )
-        prompt = self.tokenizer.encode(text, add_special_tokens=False)
-
-        def reply_of(choice: _Choice) -> Any:
-            return tool_reply(
+    def calls_of(self, request: ChatRequest, choice: ReplyChoice) -> Any:
+        """The calls a chat choice read for them answers with (a ``ToolReply``), built once:
+        its call ids are made then, and every later look sees the same."""
+        if choice.tool_reply is None:
+            choice.tool_reply = tool_reply(
                 self.tool_format,
                 choice.reply.text,
                 parallel=request.parallel_tool_calls,
                 finish_reason=choice.finish_reason,
             )
+        return choice.tool_reply
 
-        def chunk(head: dict, choice: _Choice, text: str | None, finish: str | None) -> Any:
+    def reply_message(self, request: ChatRequest, choice: ReplyChoice) -> dict[str, Any]:
+        """The assistant message a chat choice answers with (its calls, where it is read for
+        them)."""
+        if request.reads_calls:
+            return self.calls_of(request, choice).message
+        return {"role": "assistant", "content": choice.reply.text}
+
+    async def chat_completions(
+        self, request: ChatRequest, http_request: Request, context: Any = None
+    ) -> Any:
+        self.check_request(request)
+        messages = [m.model_dump(exclude_none=True) for m in request.messages]
+        prompt = self.chat_prompt(context, request, messages)
+
+        def reply_of(choice: ReplyChoice) -> Any:
+            return self.calls_of(request, choice)
+
+        def chunk(head: dict, choice: ReplyChoice, text: str | None, finish: str | None) -> Any:
             delta = {"role": "assistant", "content": ""} if text is None else {}
             if request.reads_calls and text is not None:
                 if finish is None:
@@ -549,7 +628,7 @@ class _OpenAIEndpoints:
                 "choices": [{"index": choice.index, "delta": delta, "finish_reason": finish}],
             }
 
-        def choice_body(choice: _Choice) -> dict[str, Any]:
+        def choice_body(choice: ReplyChoice) -> dict[str, Any]:
             logprobs = None
             if request.logprobs:
                 ids, values = choice.reply.kept()
@@ -569,7 +648,7 @@ class _OpenAIEndpoints:
         kind = "chat.completion.chunk" if request.stream else "chat.completion"
         head = self.headed(kind, "chatcmpl")
         return await self.answer(
-            request, http_request, prompt, "messages", head, chunk, choice_body
+            request, http_request, prompt, "messages", head, chunk, choice_body, context
         )
 
 
@@ -590,7 +669,7 @@ def build_app(
         tool_call_format: how the model writes tool calls and its prompts show tools (a
             registered name of :mod:`trainer.tool_call_formats`, or ``"auto"``).
     """
-    endpoints = _OpenAIEndpoints(engine, model_name, metrics, tool_call_format)
+    endpoints = OpenAIEndpoints(engine, model_name, metrics, tool_call_format)
     app = FastAPI(title=f"rollenv: {model_name}")
     app.add_exception_handler(HTTPException, endpoints.http_error)
     app.add_exception_handler(RequestValidationError, endpoints.invalid_request)

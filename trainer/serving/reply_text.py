@@ -91,7 +91,21 @@ class ReplyText:
         return self._take(safe)
 
     def finish(self) -> str:
-        """The text not yet sent, once the reply has ended."""
+        """The text not yet sent, once the reply has ended. Tokens whose bytes never completed
+        a character (the reply was cut mid-character) end it as a whole decode shows them,
+        with U+FFFD, so that a reply's text is always the decode of its tokens."""
+        if not self.stopped and self._read_end < len(self.token_ids):
+            decode = self._tokenizer.decode
+            whole = decode(self.token_ids[self._prefix_start :], skip_special_tokens=True)
+            searched_from = max(len(self._text) - self._hold, 0)
+            self._text += whole[len(self._prefix_text) :]
+            self._text_after[-1] = len(self._text)
+            self._read_end = len(self.token_ids)
+            found = self._first_stop(searched_from)
+            if found is not None:
+                start, stop = found
+                self._text = self._text[: start + len(stop) if self._keep_stop else start]
+                self.stopped = True
         return self._take(len(self._text))
 
     def kept(self) -> tuple[list[int], list[float]]:

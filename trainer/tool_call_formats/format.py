@@ -44,6 +44,32 @@ _PROBE_TOOL = "rollenv_probe_tool"
 _JSON_STYLE = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
 
 
+_VALUES = ("enum", "const", "default", "examples")  # keywords whose values are data, not schemas
+
+
+def closed_objects(schema: Any) -> Any:
+    """``schema`` with ``additionalProperties: false`` on every object schema that lists
+    ``properties`` and does not say whether others are allowed (a copy; the rest unchanged).
+
+    Example:
+        >>> closed_objects({"type": "object", "properties": {"a": {"type": "object"}}})
+        {'type': 'object', 'properties': {'a': {'type': 'object'}}, 'additionalProperties': False}
+    """
+    if isinstance(schema, list):
+        return [closed_objects(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    closed = {
+        key: value if key in _VALUES else closed_objects(value) for key, value in schema.items()
+    }
+    if isinstance(schema.get("properties"), dict):  # its keys are names, not schemas
+        closed["properties"] = {
+            name: closed_objects(value) for name, value in schema["properties"].items()
+        }
+        closed.setdefault("additionalProperties", False)
+    return closed
+
+
 @dataclass(frozen=True)
 class Call:
     """One tool call: the function's name and its arguments (a JSON object)."""
@@ -163,7 +189,12 @@ class ToolCallFormat(ABC):
     def call_schema(self, tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """The JSON Schema of one call to any of ``tools``, as this format writes a call
         (``name``, and the arguments under :attr:`arguments_key`), with llguidance's
-        ``x-guidance`` options for ``json.dumps``' spacing."""
+        ``x-guidance`` options for ``json.dumps``' spacing.
+
+        An object that lists its ``properties`` and says nothing of others is closed
+        (``additionalProperties: false``), as OpenAI's strict tools and xgrammar's strict mode
+        read it: a sampler held to the schema alone would otherwise invent keys and never end.
+        """
         if not tools:
             raise ValueError("a grammar of tool calls needs at least one tool")
         one_of = [
@@ -171,7 +202,9 @@ class ToolCallFormat(ABC):
                 "type": "object",
                 "properties": {
                     "name": {"const": tool["function"]["name"]},
-                    self.arguments_key: tool["function"].get("parameters") or {"type": "object"},
+                    self.arguments_key: closed_objects(
+                        tool["function"].get("parameters") or {"type": "object"}
+                    ),
                 },
                 "required": ["name", self.arguments_key],
                 "additionalProperties": False,

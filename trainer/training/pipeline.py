@@ -286,6 +286,12 @@ class Pipeline:
                 config, model_name, self.tokenizer, self.sampling, reward_pool=self.reward_pool
             )
             self.rollouts.push_weights(self.strategy.inference_state_dict(), version=0)
+        elif config.agent.function is not None:  # an agent program, through the gateway
+            from trainer.agents.agent_rollouts import AgentRollouts
+
+            self.rollouts = AgentRollouts(
+                config, generator_for(config, generator_model, self.tokenizer, device)
+            )
         else:  # the generator starts from a copy of the policy: its weights are current
             self.rollouts = LocalRollouts(
                 config,
@@ -388,8 +394,11 @@ class Pipeline:
         unscored = {"train/unscored_episodes": float(len(played) - len(trajectories))}
         if not trajectories:
             self.step = step
-            reason = played[0].unscored
-            self._log(f"step {step}: every episode was unscored ({reason}); no update")
+            if played:
+                reason = played[0].unscored
+                self._log(f"step {step}: every episode was unscored ({reason}); no update")
+            else:  # an agent program's episodes that all failed (rollout/agent_* says how)
+                self._log(f"step {step}: no episode to train on; no update")
             return {**self.rollouts.metrics(), **timings, **unscored}
 
         clock = time.perf_counter()

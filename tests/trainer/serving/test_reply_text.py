@@ -32,6 +32,17 @@ def test_the_pieces_add_up_to_the_decoded_reply(tokenizer, text):
     assert reply.kept() == (ids, [-0.5] * len(ids))
 
 
+def test_a_reply_cut_mid_character_ends_as_its_whole_decode(tokenizer):
+    ids = tokenizer.encode("Köln 😀", add_special_tokens=False)
+    cut = ids[:-1]  # the emoji's last byte never sampled
+    whole = tokenizer.decode(cut, skip_special_tokens=True)
+    assert whole.endswith("\ufffd")
+    reply = ReplyText(tokenizer, stops=[])
+    sent = "".join(reply.add(token, 0.0) for token in cut)
+    assert "\ufffd" not in sent  # held back while more bytes could come
+    assert sent + reply.finish() == reply.text == whole
+
+
 @pytest.mark.parametrize(
     ("text", "stop", "before"),
     [
