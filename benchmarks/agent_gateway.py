@@ -147,7 +147,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = parse_args(argv)
     model, tokenizer = load_model(args.model, seed=0)
-    batch = max(args.episodes, args.load_agents)
     manager = EnvManager(
         ENV_ID,
         tokenizer,
@@ -163,8 +162,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             stop_token_ids=(tokenizer.eos_token_id,),
         ),
     )
-    engine = ServingEngine(ContinuousGenerator(model, tokenizer, max_batch_size=batch))
-    gateway = Gateway(engine)
+
+    def served(batch: int) -> tuple[Any, Any]:
+        """A gateway on an engine of ``batch`` sequences, stepped by play() on this (main)
+        thread while it waits, as a training run's gateway is."""
+        engine = ServingEngine(
+            ContinuousGenerator(model, tokenizer, max_batch_size=batch), own_thread=False
+        )
+        return engine, Gateway(engine)
+
+    # the same engine size as the env manager's
+    engine, gateway = served(args.episodes)
     seeds = list(range(args.episodes))
 
     def through_manager(round_: int) -> tuple[int, float]:
@@ -222,7 +230,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"({'PASS' if ratio >= 0.9 else 'FAIL'} the >= 0.9x goal)",
     )
 
+    gateway.close()
+    engine.close()
+
     # 2. load: many agents calling at once
+    engine, gateway = served(args.load_agents)
     latencies: list[float] = []
     counts: dict[str, Any] = {"sent": 0, "answered": 0, "errors": []}
     agent = looping_agent(args.load_seconds, args.load_reply_tokens, latencies, counts)

@@ -8,7 +8,10 @@ agent that scores itself returns a number, added to the episode's last step.
 
 Each episode runs in a thread of its own, with its own event loop: ``env.step`` is synchronous
 (so is ``RemoteEnv``'s), and a slow step holds up only its own agent. ``concurrency`` episodes
-run at once; the others start as those end.
+run at once; the others start as those end. A gateway whose engine is stepped by its callers
+(``ServingEngine(..., own_thread=False)``) is stepped by :meth:`AgentEpisodes.play`'s thread
+while it waits: on the main thread, torch decodes faster than on another
+(``benchmarks/agent_gateway.py``).
 
 Faults are counted and never trained on silently: an agent that raises (``raised``), runs past
 its deadline (``deadline``: its session is ended, so its next call gets 410; a thread stuck in
@@ -234,8 +237,14 @@ class AgentEpisodes:
             now = time.monotonic()
             # a stuck thread is given up on a little after the deadline its own loop enforces
             wait = min(jobs[i].deadline for i in running) + 2.0 - now  # type: ignore[union-attr]
-            with contextlib.suppress(queue.Empty):
-                running.discard(done.get(timeout=max(wait, 0.01)))
+            engine = self.gateway.engine
+            if engine.steps_on_caller:  # this thread decodes while it waits
+                engine.run_for(max(wait, 0.01), until=lambda: not done.empty())
+            else:
+                with contextlib.suppress(queue.Empty):
+                    running.discard(done.get(timeout=max(wait, 0.01)))
+            while not done.empty():
+                running.discard(done.get_nowait())
             now = time.monotonic()
             for index in list(running):
                 job = jobs[index]

@@ -55,7 +55,8 @@ class AgentRollouts:
                 f"set generation.backend=continuous (got {config.generation.backend})"
             )
         self.config = config
-        self.engine = ServingEngine(generator)
+        # stepped by play() on this (main) thread, where torch decodes fastest
+        self.engine = ServingEngine(generator, own_thread=False)
         self.gateway = Gateway(self.engine, tool_call_format=config.env.tool_call_format)
         agent = config.agent
 

@@ -212,6 +212,7 @@ class ServingEngine:
         self._in_flight: dict[int, ServedRequest] = {}
         self._stream = self._new_stream()
         self.weight_version = weight_version
+        self._stepper: int | None = None  # the thread inside run() or run_for() now
         self._thread: threading.Thread | None = None
         if own_thread:
             self._thread = threading.Thread(target=self.run, name="rollenv-serving", daemon=True)
@@ -221,6 +222,11 @@ class ServingEngine:
     def max_context(self) -> int:
         """The most tokens a request may hold, prompt and reply."""
         return self.generator.max_context
+
+    @property
+    def steps_on_caller(self) -> bool:
+        """Whether its callers step it (``own_thread=False``: :meth:`run` or :meth:`run_for`)."""
+        return self._thread is None
 
     @property
     def draining(self) -> bool:
@@ -270,7 +276,8 @@ class ServingEngine:
         """Loads new weights between two forward passes and returns once they are in: the
         tokens sampled after it carry ``version`` (default: the current one plus one). A
         request that is running goes on under the new weights from its next token (its KV
-        cache, computed under the old ones, is kept). Safe from any thread but the engine's.
+        cache, computed under the old ones, is kept). Safe from any thread but the one stepping
+        the engine; with ``own_thread=False`` and no thread stepping it, it loads them at once.
 
         Raises:
             TimeoutError: the engine did not take the weights within ``timeout_s``.
@@ -279,6 +286,8 @@ class ServingEngine:
         errors: list[BaseException] = []
         self._inbox.put(("weights", None, (state_dict, version, loaded, errors)))  # type: ignore[arg-type]
         self._wake.set()
+        if self._thread is None and self._stepper is None:
+            self._take_inbox()  # stepped by its callers, and none is stepping it now
         if not loaded.wait(timeout_s):
             raise TimeoutError(f"the engine did not load the weights within {timeout_s:g} s")
         if errors:
@@ -307,23 +316,54 @@ class ServingEngine:
     # ---------------------------------------------------------------- the engine thread
     def run(self) -> None:
         """Steps the engine until :meth:`close` (on its own thread, or the caller's)."""
-        while True:
-            self._take_inbox()
-            if self._closed:
-                return
-            self._expire_waiting()
-            stream = self._stream
-            if not stream.busy:
-                self._publish_counts()
-                self._wake.wait(timeout=self._next_deadline())
-                self._wake.clear()
-                continue
-            try:
-                finished = stream.step()
-            except Exception as error:  # an engine fault: every request learns of it
-                self._fail_all(f"the engine failed: {type(error).__name__}: {error}")
-                continue
-            self._deliver(stream.sampled, finished)
+        self._stepper = threading.get_ident()
+        try:
+            while self._once(idle_wait_s=None):
+                pass
+        finally:
+            self._stepper = None
+
+    def run_for(self, seconds: float, until: Callable[[], bool] | None = None) -> bool:
+        """Steps the engine on the calling thread for up to ``seconds``, or until ``until()``
+        holds (checked between passes): for a caller that waits on its requests anyway, as the
+        agent episodes' driver does on the main thread, where decoding runs fastest.
+
+        Returns:
+            ``False`` once the engine is closed.
+        """
+        self._stepper = threading.get_ident()
+        try:
+            end = time.monotonic() + seconds
+            while (left := end - time.monotonic()) > 0 and not (until is not None and until()):
+                if not self._once(idle_wait_s=min(left, 0.01)):
+                    return False
+            return not self._closed
+        finally:
+            self._stepper = None
+
+    def _once(self, idle_wait_s: float | None) -> bool:
+        """One pass: the inbox, then a forward pass, or a wait (up to ``idle_wait_s``, or the
+        next queue deadline, when nothing runs). ``False`` once closed."""
+        self._take_inbox()
+        if self._closed:
+            return False
+        self._expire_waiting()
+        stream = self._stream
+        if not stream.busy:
+            self._publish_counts()
+            wait = self._next_deadline()
+            if idle_wait_s is not None:
+                wait = idle_wait_s if wait is None else min(wait, idle_wait_s)
+            self._wake.wait(timeout=wait)
+            self._wake.clear()
+            return True
+        try:
+            finished = stream.step()
+        except Exception as error:  # an engine fault: every request learns of it
+            self._fail_all(f"the engine failed: {type(error).__name__}: {error}")
+            return True
+        self._deliver(stream.sampled, finished)
+        return True
 
     def _take_inbox(self) -> None:
         while True:
