@@ -12,25 +12,12 @@ from typing import Literal
 import pytest
 
 from trainer.agents.agent_episodes import AgentEpisodes
-from trainer.agents.gateway import Gateway
-from trainer.generation.continuous import ContinuousGenerator
-from trainer.models import load_model
-from trainer.serving.engine import ServingEngine
 
 pytest.importorskip("openai")
 
 TURNS = 3
 DIRECTIONS = ["Up", "Down", "Left", "Right"]
 Direction = Literal["Up", "Down", "Left", "Right"]
-
-
-@pytest.fixture(scope="module")
-def gateway():
-    model, tokenizer = load_model("tiny-random", seed=0)
-    engine = ServingEngine(ContinuousGenerator(model, tokenizer, max_batch_size=8))
-    with Gateway(engine) as served:
-        yield served
-    engine.close()
 
 
 def _play(gateway, agent, **kwargs):

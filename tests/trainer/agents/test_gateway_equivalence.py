@@ -10,13 +10,10 @@ import pytest
 import torch
 
 from trainer.agents.agent_episodes import AgentEpisodes
-from trainer.agents.gateway import Gateway
 from trainer.config import AlgorithmConfig
 from trainer.generation import SamplingParams
 from trainer.generation.continuous import ContinuousGenerator
-from trainer.models import load_model
 from trainer.rollout.env_manager import EnvManager
-from trainer.serving.engine import ServingEngine
 from trainer.training.credit import assign_credit
 
 pytest.importorskip("openai")
@@ -46,20 +43,6 @@ async def chat_agent(env, llm):
         ]
 
 
-@pytest.fixture(scope="module")
-def tiny():
-    return load_model("tiny-random", seed=0)
-
-
-@pytest.fixture(scope="module")
-def gateway(tiny):
-    model, tokenizer = tiny
-    engine = ServingEngine(ContinuousGenerator(model, tokenizer, max_batch_size=4))
-    with Gateway(engine) as served:
-        yield served
-    engine.close()
-
-
 def _trained_part(sample):
     """The sample up to its last trained token: after the last turn the env manager has also
     tokenised the prompt of a turn it never played (the gateway has no call for it)."""
@@ -83,7 +66,7 @@ def test_an_openai_sdk_agent_trains_on_what_the_env_manager_would(tiny, gateway,
     manager = EnvManager(
         env_id,
         tokenizer,
-        ContinuousGenerator(model, tokenizer, max_batch_size=4),
+        ContinuousGenerator(model, tokenizer, max_batch_size=8),  # as the gateway's
         group_size=1,
         max_turns=TURNS,
         context="full",

@@ -12,28 +12,10 @@ import httpx
 import pytest
 
 from trainer.agents.agent_episodes import AgentEpisodes, load_agent
-from trainer.agents.gateway import Gateway
-from trainer.generation.continuous import ContinuousGenerator
-from trainer.models import load_model
 from trainer.rollout.chat_tokens import ChatTokens
-from trainer.serving.engine import ServingEngine
 from trainer.tool_call_formats import tool_call_format_for
 
 openai = pytest.importorskip("openai")
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    return load_model("tiny-random", seed=0)
-
-
-@pytest.fixture(scope="module")
-def gateway(tiny):
-    model, tokenizer = tiny
-    engine = ServingEngine(ContinuousGenerator(model, tokenizer, max_batch_size=8))
-    with Gateway(engine) as served:
-        yield served
-    engine.close()
 
 
 def _user_turn(reward, obs):
