@@ -41,6 +41,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import difflib
 import importlib
@@ -328,9 +329,11 @@ class AgentEpisodes:
         trajectory = Trajectory(self.env_id, job.seed, job.group_id)
         trajectory.instruction = env.instruction
         trajectory.first_observation = str(env.first_observation)
+        ends = [call.ended_ns for call in calls]  # in order: calls are recorded as they end
         for step in steps:
-            before = [c for c in calls if c.ended_ns < step.started_ns]
-            driver = before[-1] if before else None
+            # the step's driver: the last call that ended before it began
+            before = bisect.bisect_left(ends, step.started_ns)
+            driver = calls[before - 1] if before else None
             trajectory.turns.append(
                 Turn(
                     reply=driver.reply_text if driver else "",

@@ -47,7 +47,7 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 
 from rollenv.server.serving import serve_in_thread
-from trainer.agents.session import RecordedCall, Session, now_ns
+from trainer.agents.session import RecordedCall, Session
 from trainer.generation.base import SamplingParams
 from trainer.rollout.chat_tokens import ChatTokens
 from trainer.serving.engine import ServingEngine
@@ -135,7 +135,7 @@ class _GatewayEndpoints(OpenAIEndpoints):
                 logprobs=list(choice.reply.logprobs),
                 weight_versions=list(choice.weight_versions),
                 finish_reason=str(choice.finish_reason),
-                ended_ns=now_ns(),
+                ended_ns=0,  # set by record()
                 continues=session.extended_by(prompt),
                 messages=[m.model_dump(exclude_none=True) for m in request.messages]
                 if is_chat

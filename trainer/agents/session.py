@@ -156,8 +156,10 @@ class Session:
                 self.ended = reason
 
     def record(self, call: RecordedCall) -> None:
+        """Adds ``call`` as ended now: its ``index`` and ``ended_ns`` are set here, under the
+        lock, so the calls stay in the order of their ends."""
         with self._lock:
-            call.index = len(self.calls)
+            call.index, call.ended_ns = len(self.calls), now_ns()
             self.calls.append(call)
 
     def continued_chat(

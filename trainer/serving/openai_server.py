@@ -611,15 +611,12 @@ class OpenAIEndpoints:
         messages = [m.model_dump(exclude_none=True) for m in request.messages]
         prompt = self.chat_prompt(context, request, messages)
 
-        def reply_of(choice: ReplyChoice) -> Any:
-            return self.calls_of(request, choice)
-
         def chunk(head: dict, choice: ReplyChoice, text: str | None, finish: str | None) -> Any:
             delta = {"role": "assistant", "content": ""} if text is None else {}
             if request.reads_calls and text is not None:
                 if finish is None:
                     return None  # calls are known once the reply ends: sent whole then
-                reply = reply_of(choice)
+                reply = self.calls_of(request, choice)
                 delta, finish = reply.delta(), reply.finish_reason
             elif text:
                 delta["content"] = text
@@ -638,12 +635,10 @@ class OpenAIEndpoints:
                         for t, lp in zip(ids, values, strict=True)
                     ]
                 }
-            if request.reads_calls:
-                reply = reply_of(choice)
-                body = {"message": reply.message, "finish_reason": reply.finish_reason}
-                return {**body, "logprobs": logprobs}
-            message = {"role": "assistant", "content": choice.reply.text}
-            return {"message": message, "logprobs": logprobs}
+            body = {"message": self.reply_message(request, choice), "logprobs": logprobs}
+            if request.reads_calls:  # a reply of calls ends with "tool_calls"
+                body["finish_reason"] = self.calls_of(request, choice).finish_reason
+            return body
 
         kind = "chat.completion.chunk" if request.stream else "chat.completion"
         head = self.headed(kind, "chatcmpl")
