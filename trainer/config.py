@@ -492,6 +492,14 @@ class AgentConfig(_Section):
     failure_reward: float | None = None
     """The return a failed episode (it raised, passed its deadline or max_calls) is trained on
     with; ``None`` drops it."""
+    choices_up_to: int = Field(256, ge=0)
+    """A reply sampled within a grammar (``tool_choice="required"`` or a named function) is
+    trained on as it was sampled: each token whose grammar allowed at most this many tokens
+    is scored under the softmax over those alone, and a token the grammar forced (its only
+    choice) is not trained on. Without it, the JSON a schema dictates outweighs the few tokens
+    the policy chose, and the whole vocabulary's softmax sharpens the choice among the allowed
+    ones far faster than the choice itself earns. 0 scores every token over the whole
+    vocabulary."""
 
     @model_validator(mode="before")
     @classmethod

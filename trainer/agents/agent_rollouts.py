@@ -57,7 +57,11 @@ class AgentRollouts:
         self.config = config
         # stepped by play() on this (main) thread, where torch decodes fastest
         self.engine = ServingEngine(generator, own_thread=False)
-        self.gateway = Gateway(self.engine, tool_call_format=config.env.tool_call_format)
+        self.gateway = Gateway(
+            self.engine,
+            tool_call_format=config.env.tool_call_format,
+            record_choices=config.agent.choices_up_to,
+        )
         agent = config.agent
 
         def episodes(group_size: int, kwargs: dict[str, Any]) -> AgentEpisodes:

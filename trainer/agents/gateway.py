@@ -66,8 +66,11 @@ class _GatewayEndpoints(OpenAIEndpoints):
     """The server's endpoints, with each request's prompt built from its session's history and
     each reply recorded in it (``context`` is the session)."""
 
-    def __init__(self, engine: ServingEngine, tool_call_format: str) -> None:
+    def __init__(
+        self, engine: ServingEngine, tool_call_format: str, record_choices: int = 0
+    ) -> None:
         super().__init__(engine, "policy", None, tool_call_format)
+        self.record_choices = record_choices
         self.text_chat = ChatTokens(self.tokenizer)
         self.tool_chat = ChatTokens(self.tokenizer, tool_format=self.tool_format)
 
@@ -82,6 +85,8 @@ class _GatewayEndpoints(OpenAIEndpoints):
         self, context: Any, request: OpenAIRequest, prompt: list[int], where: str
     ) -> SamplingParams:
         params = self.sampling(request, prompt, where)
+        if self.record_choices and params.grammar is not None:
+            params = replace(params, record_choices=self.record_choices)
         session: Session = context
         if session.greedy:
             params = replace(params, temperature=0.0, seed=None)
@@ -134,6 +139,9 @@ class _GatewayEndpoints(OpenAIEndpoints):
                 token_ids=list(choice.reply.token_ids),
                 logprobs=list(choice.reply.logprobs),
                 weight_versions=list(choice.weight_versions),
+                choices=list(choice.choices)
+                if any(c is not None for c in choice.choices)
+                else None,
                 finish_reason=str(choice.finish_reason),
                 ended_ns=0,  # set by record()
                 continues=session.extended_by(prompt),
@@ -160,6 +168,10 @@ class Gateway:
             :mod:`trainer.tool_call_formats`, or ``"auto"``).
         host: the address to listen on.
         port: the port (0: a free one).
+        record_choices: for a reply sampled within a grammar (``tool_choice`` ``"required"``
+            or a named function), record the tokens each token was sampled among where they
+            are at most this many, and report its log-prob among them
+            (``SamplingParams.record_choices``; :attr:`RecordedCall.choices`); 0 records none.
 
     Use it as a context manager, or call :meth:`close`.
     """
@@ -171,12 +183,13 @@ class Gateway:
         tool_call_format: str = "auto",
         host: str = "127.0.0.1",
         port: int = 0,
+        record_choices: int = 0,
     ) -> None:
         self.engine = engine
         self.sessions: dict[str, Session] = {}
         self._ended: dict[str, str] = {}  # the ids of ended sessions, and why: a late call gets 410
         self._ids = itertools.count()
-        self._endpoints = _GatewayEndpoints(engine, tool_call_format)
+        self._endpoints = _GatewayEndpoints(engine, tool_call_format, record_choices)
         self._stack = contextlib.ExitStack()
         self.url = self._stack.enter_context(serve_in_thread(self._app(), host, port))
 

@@ -9,6 +9,11 @@ summarised or rewrote its context, or keeps two conversations) starts a segment 
 Every segment is a :class:`~trainer.rollout.trajectory.Sample` of the episode's trajectory, so
 the episode's advantage reaches each of them, as a window-mode episode's reaches each turn's.
 
+A reply sampled within a grammar whose choices the gateway recorded
+(:attr:`~trainer.agents.session.RecordedCall.choices`) keeps them in its sample: each token is
+trained on among the tokens it was sampled among, and a token the grammar forced (its only
+choice) is not trained on at all: the policy decided nothing there.
+
 Each call's tokens are credited to the env step that followed it (``turn_of_token``): the
 number of steps that began before the call ended. Calls after the last step go to the last
 step; GiGPO groups those steps by their anchors, as for any episode.
@@ -60,8 +65,15 @@ def samples_of_calls(calls: Sequence[RecordedCall], step_starts_ns: Sequence[int
             new_prompt = call.prompt_ids
         turn = turn_of_call(call, step_starts_ns)
         n = len(call.token_ids)
+        choices = call.choices if call.choices is not None else [None] * n
+        if call.choices is not None and segment.choices is None:
+            segment.choices = [None] * len(segment.token_ids)
         segment.token_ids += [*new_prompt, *call.token_ids]
-        segment.loss_mask += [0] * len(new_prompt) + [1] * n
+        segment.loss_mask += [0] * len(new_prompt) + [
+            0 if among is not None and len(among) == 1 else 1 for among in choices
+        ]
         segment.logprobs += [0.0] * len(new_prompt) + list(call.logprobs)
         segment.turn_of_token += [-1] * len(new_prompt) + [turn] * n
+        if segment.choices is not None:
+            segment.choices += [None] * len(new_prompt) + list(choices)
     return segments

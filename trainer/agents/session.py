@@ -51,6 +51,9 @@ class RecordedCall:
         reply_message: the assistant message the gateway answered a chat call with.
         prompt_text: a completion's text prompt (``None`` for token ids).
         reply_text: the reply's text as the client got it.
+        choices: for a reply sampled within a grammar with the gateway's ``record_choices``,
+            the tokens each sampled id was sampled among (``None`` where there were more);
+            ``None`` when nothing was recorded.
     """
 
     index: int
@@ -67,6 +70,7 @@ class RecordedCall:
     reply_message: Message | None = None
     prompt_text: str | None = None
     reply_text: str = ""
+    choices: list[tuple[int, ...] | None] | None = None
 
 
 def _arguments(call: Any) -> Any:

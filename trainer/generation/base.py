@@ -48,6 +48,12 @@ class SamplingParams:
             Log-probabilities follow the same rule as ``allowed_token_ids``: over the whole
             vocabulary, or among the allowed tokens with ``logprobs_among_allowed``. How tool
             calls are constrained (``continuous`` and ``hf``; vLLM takes it as a Lark grammar).
+        record_choices: with ``grammar`` or ``allowed_token_ids`` (the ``continuous``
+            backend): for each token sampled among at most this many allowed tokens, the
+            output records those tokens (:attr:`GenerationOutput.choices`) and the token's
+            log-probability is taken under the softmax over them alone: what a trainer that
+            scores each token among its recorded choices recomputes. A token sampled among
+            more records ``None`` and keeps the rules above. 0 records nothing.
     """
 
     max_new_tokens: int = 64
@@ -61,6 +67,7 @@ class SamplingParams:
     logprobs_among_allowed: bool = False
     stop: tuple[str, ...] = ()
     grammar: str | None = None
+    record_choices: int = 0
 
     def stops(self, default: tuple[int, ...]) -> tuple[int, ...]:
         """The tokens that end a reply: ``stop_token_ids``, else the backend's ``default``
@@ -73,11 +80,14 @@ class SamplingParams:
 @dataclass
 class GenerationOutput:
     """One prompt's reply. ``finish_reason``: a stop token (``"stop"``), ``max_new_tokens`` or
-    the context reached (``"length"``), or the request was aborted (``"abort"``)."""
+    the context reached (``"length"``), or the request was aborted (``"abort"``).
+    ``choices``: with ``SamplingParams.record_choices``, the tokens each token was sampled
+    among (``None`` where it had more to choose from, or nothing restricted it)."""
 
     token_ids: list[int]
     logprobs: list[float]
     finish_reason: Literal["stop", "length", "abort"]
+    choices: list[tuple[int, ...] | None] | None = None
 
 
 class Generator(Protocol):

@@ -97,6 +97,35 @@ class _Request:
     computed: int = 0  # leading prompt tokens whose keys and values are in the cache
     aborted: bool = False
     matcher: Any = None  # where the reply is in its grammar (sampling.grammar's matcher)
+    choices: list[tuple[int, ...] | None] | None = None  # with params.record_choices
+
+
+def _choices_of(
+    logits: torch.Tensor,
+    allowed: torch.Tensor,
+    tokens: torch.Tensor,
+    logprobs: torch.Tensor,
+    params: SamplingParams,
+) -> tuple[list[tuple[int, ...] | None], torch.Tensor]:
+    """The allowed tokens of each row that had at most ``params.record_choices`` of them, and
+    the sampled tokens' log-probs, those rows' taken under the softmax over their choices:
+
+        logprob = z[token] - logsumexp(z[choices]),   z = logits / temperature (logits, greedy)
+    """
+    rows_allowed = allowed.expand(logits.shape[0], -1)
+    counts = rows_allowed.sum(dim=-1).tolist()
+    scaled = logits.float() if params.temperature == 0 else logits.float() / params.temperature
+    choices: list[tuple[int, ...] | None] = []
+    logprobs = logprobs.clone()
+    for row, count in enumerate(counts):
+        if count > params.record_choices:
+            choices.append(None)
+            continue
+        ids = rows_allowed[row].nonzero().flatten()
+        choices.append(tuple(ids.tolist()))
+        z = scaled[row]
+        logprobs[row] = z[tokens[row]] - torch.logsumexp(z[ids], dim=0)
+    return choices, logprobs
 
 
 class _FusedLinear(PackedLinear):
@@ -678,8 +707,9 @@ class GenerationStream:
         # prompt being read in chunks holds the row after them, the last one
         self._pending: list[int] = []
         self._requests: dict[Hashable, _Request] = {}  # every waiting or running one, by key
-        self.sampled: list[tuple[Hashable, int, float]] = []
-        """``(key, token, logprob)`` of every token the last :meth:`step` sampled."""
+        self.sampled: list[tuple[Hashable, int, float, tuple[int, ...] | None]] = []
+        """``(key, token, logprob, choices)`` of every token the last :meth:`step` sampled
+        (``choices``: see ``SamplingParams.record_choices``)."""
         # a stream owns the engine's running rows: whatever an earlier call or stream left
         # running (it raised, or was dropped) is forgotten
         engine._stream = self
@@ -778,7 +808,7 @@ class GenerationStream:
                 self._engine.cache.release(row)
                 self._running.pop()
             self._engine.stats["generated_tokens"] += len(request.tokens)
-        return GenerationOutput(request.tokens, request.logprobs, "abort")
+        return GenerationOutput(request.tokens, request.logprobs, "abort", request.choices)
 
     def _sampling_for(
         self, params: SamplingParams, rng: torch.Generator, allowed: torch.Tensor | None
@@ -879,14 +909,23 @@ class GenerationStream:
                 if s.allowed is not None:
                     allowed &= s.allowed
             tokens, logprobs = sample_next_tokens(part, s.params, s.rng, allowed)
-            for i, token, logprob in zip(rows, tokens.tolist(), logprobs.tolist(), strict=True):
+            choices: list[tuple[int, ...] | None] = [None] * len(rows)
+            if s.params.record_choices and allowed is not None:
+                choices, logprobs = _choices_of(part, allowed, tokens, logprobs, s.params)
+            for i, token, logprob, among in zip(
+                rows, tokens.tolist(), logprobs.tolist(), choices, strict=True
+            ):
                 request = requests[i]
                 if s.grammar is not None:
                     s.grammar.advance(request.matcher, token)
                 request.tokens.append(token)
                 request.logprobs.append(logprob)
+                if s.params.record_choices:
+                    if request.choices is None:
+                        request.choices = []
+                    request.choices.append(among)
                 sampled[i] = token
-                self.sampled.append((request.key, token, logprob))
+                self.sampled.append((request.key, token, logprob, among))
         return sampled
 
     def _finish_ended(self) -> list[tuple[Hashable, GenerationOutput]]:
@@ -909,7 +948,12 @@ class GenerationStream:
             self._release(row)
             del self._requests[request.key]
             self._engine.stats["generated_tokens"] += len(request.tokens)
-            output = GenerationOutput(request.tokens, request.logprobs, request.finish_reason)  # type: ignore[arg-type]
+            output = GenerationOutput(
+                request.tokens,
+                request.logprobs,
+                request.finish_reason,  # type: ignore[arg-type]
+                request.choices,
+            )
             finished.append((request.key, output))
         finished.reverse()  # in the order of the rows they ran in
         return finished

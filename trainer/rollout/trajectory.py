@@ -26,17 +26,24 @@ class Sample:
         loss_mask: 1 on tokens the policy sampled (trained on), 0 elsewhere.
         logprobs: the generator's log-prob of each sampled token (0.0 where ``loss_mask`` is 0).
         turn_of_token: turn index of each sampled token, -1 elsewhere.
+        choices: the tokens each sampled token was sampled among, where a grammar left it
+            few (``SamplingParams.record_choices``): it is trained on, and its ``logprobs``
+            entry taken, under the softmax over those alone; ``None`` entries (and ``None``
+            for the whole sample) are scored over the whole vocabulary.
     """
 
     token_ids: list[int]
     loss_mask: list[int]
     logprobs: list[float]
     turn_of_token: list[int]
+    choices: list[tuple[int, ...] | None] | None = None
 
     def __post_init__(self) -> None:
         n = len(self.token_ids)
         if not len(self.loss_mask) == len(self.logprobs) == len(self.turn_of_token) == n:
             raise ValueError("Sample fields must all have one entry per token")
+        if self.choices is not None and len(self.choices) != n:
+            raise ValueError("Sample.choices must have one entry per token")
 
 
 @dataclass

@@ -58,11 +58,13 @@ __all__ = [
 @dataclass(frozen=True)
 class Token:
     """A sampled token of a request, and the version of the weights that sampled it (see
-    :meth:`ServingEngine.update_weights`)."""
+    :meth:`ServingEngine.update_weights`); ``choices``: the tokens it was sampled among, with
+    ``SamplingParams.record_choices`` (``None`` otherwise)."""
 
     token_id: int
     logprob: float
     weight_version: int = 0
+    choices: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -423,7 +425,7 @@ class ServingEngine:
 
     def _deliver(
         self,
-        sampled: list[tuple[object, int, float]],
+        sampled: list[tuple[object, int, float, tuple[int, ...] | None]],
         finished: list[tuple[object, GenerationOutput]],
     ) -> None:
         stats = self.stats
@@ -439,11 +441,12 @@ class ServingEngine:
         # one wake-up of each caller's event loop a step, not one a token
         by_loop: dict[asyncio.AbstractEventLoop, list[tuple[ServedRequest, Token]]] = {}
         version = self.weight_version
-        for key, token, logprob in sampled:
+        for key, token, logprob, choices in sampled:
             request = self._in_flight[key]  # type: ignore[index]
             if request.first_token_at is None:
                 request.first_token_at = now
-            by_loop.setdefault(request._loop, []).append((request, Token(token, logprob, version)))
+            event = Token(token, logprob, version, choices)
+            by_loop.setdefault(request._loop, []).append((request, event))
         for loop, events in by_loop.items():
             loop.call_soon_threadsafe(_hand_out, events)
         for key, output in finished:

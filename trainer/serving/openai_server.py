@@ -171,6 +171,8 @@ class ReplyChoice:
     reply: ReplyText
     finish_reason: str | None = None
     weight_versions: list[int] = field(default_factory=list)  # of each sampled token
+    # what each sampled token was sampled among (SamplingParams.record_choices), or None each
+    choices: list[tuple[int, ...] | None] = field(default_factory=list)
     tool_reply: Any = None  # its calls, once read (OpenAIEndpoints.calls_of)
 
 
@@ -316,6 +318,7 @@ class OpenAIEndpoints:
             if isinstance(event, Token):
                 if not choice.reply.stopped:
                     choice.weight_versions.append(event.weight_version)
+                    choice.choices.append(event.choices)
                 piece = choice.reply.add(event.token_id, event.logprob)
                 if choice.reply.stopped:
                     self.engine.abort(choice.served)  # a stop string: no need to go on

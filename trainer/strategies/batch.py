@@ -27,6 +27,8 @@ class TokenBatch:
     ref_logprobs: list[torch.Tensor] | None = None
     old_values: list[torch.Tensor] | None = None
     returns: list[torch.Tensor] | None = None
+    # what each token was sampled among, per sequence (Sample.choices), where recorded
+    choices: list[list[tuple[int, ...] | None] | None] | None = None
 
     def __len__(self) -> int:
         return len(self.token_ids)
@@ -45,6 +47,7 @@ class TokenBatch:
             ref_logprobs=pick(self.ref_logprobs),
             old_values=pick(self.old_values),
             returns=pick(self.returns),
+            choices=pick(self.choices),
         )
 
     @property

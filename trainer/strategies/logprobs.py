@@ -195,6 +195,8 @@ def score_tokens(
     packed_lengths: list[int] | None = None,
     shared_prefix: int = 0,
     vocabulary: Sequence[int] | None = None,
+    choice_ids: torch.Tensor | None = None,
+    choice_table: torch.Tensor | None = None,
 ) -> TokenScores:
     """Log-probs of the selected tokens under ``softmax(logits / temperature)``.
 
@@ -215,6 +217,13 @@ def score_tokens(
     ``vocabulary``: the only token ids the sampler could draw (constrained decoding); the
     softmax, and the entropy, are then over those logits alone, the distribution each token
     was drawn from. A selected token outside it is an error.
+
+    ``choice_ids`` and ``choice_table``: per token, like ``input_ids``, the row of
+    ``choice_table`` (token ids, padded with -1) holding what that token was sampled among
+    (``SamplingParams.record_choices``); row 0 is the whole vocabulary. The softmax, and the
+    entropy, of such a token are over its choices alone:
+
+        logprobs[b, t] = z[x_t] - logsumexp(z[choices_t]),   z = head(h[b, t-1]) / T
     """
     scorer, selected = _scorer_of(model)
     device = selected.device
@@ -251,28 +260,108 @@ def score_tokens(
     log_z = torch.logsumexp(logits, dim=-1)
     picked = logits.gather(-1, targets[:, None]).squeeze(-1) - log_z
     positions = (rows, cols + 1)
-    logprobs = torch.zeros(input_ids.shape, device=device).index_put(positions, picked)
-    entropy = None
+    token_entropy = None
     if with_entropy:
         if entropy_grad:  # H = log Z - sum_v p_v z_v, as _entropy_no_grad computes it
             probs = torch.exp(logits - log_z[:, None])
             token_entropy = log_z - (probs * logits).sum(-1)
         else:
             token_entropy = _entropy_no_grad(logits, log_z)
+    if choice_ids is not None and choice_table is not None:
+        picked, token_entropy = _among_choices(
+            logits,
+            targets,
+            choice_ids.to(device)[positions].long(),
+            choice_table.to(device),
+            picked,
+            token_entropy,
+            entropy_grad=entropy_grad,
+        )
+    logprobs = torch.zeros(input_ids.shape, device=device).index_put(positions, picked)
+    entropy = None
+    if token_entropy is not None:
         entropy = torch.zeros(input_ids.shape, device=device).index_put(positions, token_entropy)
     return TokenScores(logprobs, entropy, hidden)
+
+
+def _among_choices(
+    logits: torch.Tensor,
+    targets: torch.Tensor,
+    set_of_row: torch.Tensor,
+    table: torch.Tensor,
+    picked: torch.Tensor,
+    entropy: torch.Tensor | None,
+    *,
+    entropy_grad: bool,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``picked`` and ``entropy`` with the rows that have recorded choices (``set_of_row``
+    > 0) taken under the softmax over their choices alone."""
+    restricted = (set_of_row > 0).nonzero().flatten()
+    if len(restricted) == 0:
+        return picked, entropy
+    members = table[set_of_row[restricted]]  # (rows, widest set), -1 past a set's end
+    outside = members < 0
+    sub = logits[restricted].gather(-1, members.clamp(min=0)).masked_fill(outside, float("-inf"))
+    hits = members == targets[restricted, None]
+    if not bool(hits.any(-1).all()):
+        raise ValueError("a scored token is not among the choices it was sampled from")
+    sub_log_z = torch.logsumexp(sub, dim=-1)
+    target_logit = sub.masked_fill(~hits, 0.0).sum(-1)
+    picked = picked.index_put((restricted,), target_logit - sub_log_z)
+    if entropy is not None:
+        with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
+            probs = torch.exp(sub - sub_log_z[:, None])
+            finite = sub.masked_fill(outside, 0.0)
+            sub_entropy = sub_log_z - (probs * finite).sum(-1)
+        entropy = entropy.index_put((restricted,), sub_entropy)
+    return picked, entropy
+
+
+Choices = Sequence[tuple[int, ...] | None]
+"""What each token of a sequence was sampled among (``Sample.choices``)."""
+
+
+def choice_layout(
+    layout: Layout, choices: Sequence[Choices | None]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(choice_ids, choice_table)`` for :func:`score_tokens` from each sequence's choices
+    (``None``: its tokens are scored over the whole vocabulary).
+
+    Example:
+        >>> layout = Layout.of([[5, 6, 7], [5, 8]], pad_id=0, packed=False)
+        >>> ids, table = choice_layout(layout, [[None, (6, 9), (7,)], None])
+        >>> ids.tolist(), table.tolist()
+        ([[0.0, 1.0, 2.0], [0.0, 0.0, 0.0]], [[-1, -1], [6, 9], [7, -1]])
+    """
+    rows: dict[tuple[int, ...], int] = {}
+    ids = []
+    for sequence, length in zip(choices, layout.lengths, strict=True):
+        if sequence is None:
+            ids.append(torch.zeros(length))
+            continue
+        row_of = [0 if c is None else rows.setdefault(c, len(rows) + 1) for c in sequence]
+        ids.append(torch.tensor(row_of, dtype=torch.float32))
+    table = torch.full((len(rows) + 1, max(map(len, rows), default=1)), -1, dtype=torch.long)
+    for among, row in rows.items():
+        table[row, : len(among)] = torch.tensor(among)
+    return layout.place(ids), table
 
 
 def score_layout(
     model: nn.Module,
     layout: Layout,
     select: list[torch.Tensor],
+    *,
+    choices: Sequence[Choices | None] | None = None,
     **options,
 ) -> TokenScores:
-    """:func:`score_tokens` on a :class:`Layout`; ``select`` is per sequence.
+    """:func:`score_tokens` on a :class:`Layout`; ``select`` is per sequence, and so are
+    ``choices`` (see :func:`choice_layout`).
 
     The results stay in the layout (map per-token ones with ``layout.rows``).
     """
+    if choices is not None and any(c is not None for c in choices):
+        options["choice_ids"], options["choice_table"] = choice_layout(layout, choices)
     return score_tokens(
         model,
         layout.input_ids,
@@ -298,6 +387,7 @@ def sequence_logprobs(
     share_prefix: bool = True,
     min_micro_batches: int = 0,
     vocabulary: Sequence[int] | None = None,
+    choices: Sequence[Choices | None] | None = None,
 ) -> tuple[list[torch.Tensor], list[torch.Tensor] | None]:
     """Log-probs of the masked tokens of every sequence (and values, with a value head).
 
@@ -305,7 +395,7 @@ def sequence_logprobs(
     (:func:`~trainer.strategies.packing.supports_packing`); the results are the same.
     ``share_prefix``: packed, hold a beginning a micro-batch's sequences share once in its row
     (:class:`Layout`).
-    ``vocabulary``: see :func:`score_tokens`.
+    ``vocabulary``: see :func:`score_tokens`; ``choices``: see :func:`choice_layout`.
     ``min_micro_batches``: run at least this many forward passes, the extra ones on a
     two-token filler whose results are dropped (sharded workers must each run as many
     forwards as the others: every forward gathers weights from all of them).
@@ -338,6 +428,7 @@ def sequence_logprobs(
                 group_masks,
                 temperature=temperature,
                 vocabulary=vocabulary,
+                choices=None if choices is None else [choices[i] for i in group],
             )
             group_logprobs = layout.rows(scores.logprobs)
             group_values = None

@@ -23,7 +23,7 @@ from trainer.config import LoraConfig
 from trainer.strategies.base import StrategyRequest
 from trainer.strategies.batch import TokenBatch, micro_batches, pad_values
 from trainer.strategies.frozen_layers import freeze_all_but_last_layers
-from trainer.strategies.logprobs import Layout, score_layout, sequence_logprobs
+from trainer.strategies.logprobs import Choices, Layout, score_layout, sequence_logprobs
 from trainer.strategies.packing import checkpoint_layers, supports_packing
 
 
@@ -160,6 +160,7 @@ class TorchStrategy:
         *,
         with_values: bool = False,
         micro_batches_at_least: int = 0,
+        choices: list[Choices | None] | None = None,
     ) -> tuple[list[torch.Tensor], list[torch.Tensor] | None]:
         return sequence_logprobs(
             self._scorer(),
@@ -173,6 +174,7 @@ class TorchStrategy:
             packing=self.packing,
             share_prefix=self.share_prefix,
             min_micro_batches=micro_batches_at_least,
+            choices=choices,
         )
 
     def reference_logprobs(
@@ -181,11 +183,15 @@ class TorchStrategy:
         masks: list[torch.Tensor],
         *,
         micro_batches_at_least: int = 0,
+        choices: list[Choices | None] | None = None,
     ) -> list[torch.Tensor]:
         if self.lora is not None:  # the reference is the base model: adapters switched off
             with self.model.disable_adapter():
                 return self.sequence_logprobs(
-                    sequences, masks, micro_batches_at_least=micro_batches_at_least
+                    sequences,
+                    masks,
+                    micro_batches_at_least=micro_batches_at_least,
+                    choices=choices,
                 )[0]
         if self._reference is None:
             raise RuntimeError("this strategy keeps no reference model (reference=False)")
@@ -199,6 +205,7 @@ class TorchStrategy:
             vocabulary=self.loss.vocabulary,
             packing=self.packing,
             share_prefix=self.share_prefix,
+            choices=choices,
         )[0]
 
     # ------------------------------------------------------------------ training
@@ -298,6 +305,7 @@ class TorchStrategy:
             part.loss_mask,
             temperature=settings.temperature,
             vocabulary=settings.vocabulary,
+            choices=part.choices,
             with_entropy=True,
             entropy_grad=bool(settings.entropy_coef),
         )

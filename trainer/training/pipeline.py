@@ -85,6 +85,8 @@ class _Scores:
     ref_logprobs: list[torch.Tensor] | None
     rewards: torch.Tensor  # one return an episode
     owner_of_sample: list[int]  # the episode of each row
+    # what each token was sampled among, per row (Sample.choices); None when nothing recorded
+    choices: list | None = None
 
 
 def _skipped_text(metrics: dict[str, float]) -> str:
@@ -415,6 +417,7 @@ class Pipeline:
             ref_logprobs=scores.ref_logprobs,
             old_values=scores.values,
             returns=credit.returns,
+            choices=scores.choices,
         ).select(rows)
 
         clock = time.perf_counter()
@@ -445,17 +448,19 @@ class Pipeline:
         samples = samples_of(trajectories)
         sequences = [s.token_ids for s in samples]
         masks = [torch.tensor(s.loss_mask, dtype=torch.float32) for s in samples]
+        choices = [s.choices for s in samples]
+        scored_among = {"choices": choices} if any(c is not None for c in choices) else {}
         needs_critic = ALGORITHMS[algorithm.name].needs_critic
         if algorithm.old_logprobs == "generator" and not needs_critic:
             old_logprobs = [torch.tensor(s.logprobs, dtype=torch.float32) for s in samples]
             values = None
         else:  # the critic's values come from the same forward pass
             old_logprobs, values = self.strategy.sequence_logprobs(
-                sequences, masks, with_values=needs_critic
+                sequences, masks, with_values=needs_critic, **scored_among
             )
         ref_logprobs = None
         if algorithm.kl_coef > 0:
-            ref_logprobs = self.strategy.reference_logprobs(sequences, masks)
+            ref_logprobs = self.strategy.reference_logprobs(sequences, masks, **scored_among)
         owner_of_sample = [i for i, t in enumerate(trajectories) for _ in t.samples]
         rewards = torch.tensor([t.episode_return for t in trajectories], dtype=torch.float32)
         if ref_logprobs is not None and algorithm.kl_mode == "reward":
@@ -464,7 +469,14 @@ class Pipeline:
                 kl = kl_penalty(old_logprobs[row], ref_logprobs[row], algorithm.kl_estimator)
                 rewards[owner] -= algorithm.kl_coef * float((kl * masks[row]).sum())
         return _Scores(
-            sequences, masks, old_logprobs, values, ref_logprobs, rewards, owner_of_sample
+            sequences,
+            masks,
+            old_logprobs,
+            values,
+            ref_logprobs,
+            rewards,
+            owner_of_sample,
+            scored_among.get("choices"),
         )
 
     def _keep(
