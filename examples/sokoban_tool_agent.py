@@ -1,8 +1,8 @@
 """A Sokoban agent written with the ``openai`` SDK alone: it acts through the env's ``move``
 tool, every reply a call (``tool_choice="required"``), and shows the model the rules, its last
-move and where it stands now. Train it with
+move and where it stands now. Train it from the repository's root (the config names it):
 
-    roll-agent train --agent examples.sokoban_tool_agent:play --config examples/sokoban_tool_agent.yaml
+    roll-agent train --env SimpleSokoban-v0 --config examples/sokoban_tool_agent.yaml
 """
 
 from __future__ import annotations

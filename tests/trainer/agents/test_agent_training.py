@@ -3,6 +3,9 @@ serves follow every update, and a bad agent is refused before the run starts."""
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -56,3 +59,41 @@ def test_an_agent_program_trains_through_the_gateway_and_is_served_each_new_vers
 def test_an_agent_run_that_cannot_work_is_refused_by_the_config(override, message):
     with pytest.raises(ConfigError, match=message):
         load_config(None, [*AGENT, override])
+
+
+EXAMPLE = Path(__file__).parents[3] / "examples"
+
+
+def test_the_example_sokoban_agent_needs_only_the_openai_sdk():
+    tree = ast.parse((EXAMPLE / "sokoban_tool_agent.py").read_text())
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            imported.add(str(node.module).split(".")[0])
+    assert imported <= {"__future__", "json"}
+
+
+def test_the_example_sokoban_agents_config_trains_a_step(tmp_path, monkeypatch):
+    monkeypatch.chdir(EXAMPLE.parent)  # the agent is examples.sokoban_tool_agent:play
+    config = load_config(
+        str(EXAMPLE / "sokoban_tool_agent.yaml"),
+        [
+            "model.name=tiny-random",
+            "model.trainable_layers=null",
+            "env.groups_per_step=2",
+            "env.group_size=2",
+            "train.eval_groups=2",
+            f"train.output_dir={tmp_path}",
+        ],
+    )
+    assert config.agent.choices_up_to > 0
+    pipeline = Pipeline(config, log=None)
+    try:
+        metrics = pipeline.train_step()
+        assert metrics["rollout/agent_raised"] == 0.0
+        assert metrics["rollout/valid_action_rate"] == 1.0
+        assert metrics["rollout/calls_per_episode"] >= 1
+    finally:
+        pipeline.rollouts.shutdown()

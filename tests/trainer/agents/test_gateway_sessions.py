@@ -12,7 +12,10 @@ import httpx
 import pytest
 
 from trainer.agents.agent_episodes import AgentEpisodes, load_agent
+from trainer.agents.gateway import Gateway
+from trainer.generation.continuous import ContinuousGenerator
 from trainer.rollout.chat_tokens import ChatTokens
+from trainer.serving.engine import ServingEngine
 from trainer.tool_call_formats import tool_call_format_for
 
 openai = pytest.importorskip("openai")
@@ -119,6 +122,37 @@ def test_a_tool_calling_chat_continues_after_its_tool_results_token_for_token(ti
     assert [t for t, m in zip(segment.token_ids, segment.loss_mask, strict=True) if m] == [
         t for call in calls for t in call.token_ids
     ]
+
+
+def test_a_call_sampled_within_its_grammar_is_trained_on_its_choices_not_its_forced_json(tiny):
+    model, _ = tiny
+    engine = ServingEngine(ContinuousGenerator(model, tiny[1], max_batch_size=4))
+    try:
+        with Gateway(engine, record_choices=256) as recording:
+            episodes = AgentEpisodes(
+                tool_agent, "Sokoban-v0", recording, env_kwargs={"action_format": "tools"}
+            )
+            (outcome,) = episodes.play([2]).outcomes
+    finally:
+        engine.close()
+    assert outcome.failure is None
+    calls = outcome.session.calls
+    for call in calls:
+        assert len(call.choices) == len(call.token_ids)
+        assert all(
+            among is None or t in among
+            for t, among in zip(call.token_ids, call.choices, strict=True)
+        )
+        sizes = [len(among) for among in call.choices if among is not None]
+        assert 1 in sizes and any(n > 1 for n in sizes)  # the JSON forced, a value chosen
+    (segment,) = outcome.trajectory.samples
+    sampled = [t for call in calls for t in call.token_ids]
+    recorded = [c for call in calls for c in call.choices]
+    trained = [t for t, m in zip(segment.token_ids, segment.loss_mask, strict=True) if m]
+    assert trained == [t for t, c in zip(sampled, recorded, strict=True) if c is None or len(c) > 1]
+    assert [
+        c for c, t in zip(segment.choices, segment.turn_of_token, strict=True) if t >= 0
+    ] == recorded
 
 
 # ------------------------------------------------------------------------------ faults

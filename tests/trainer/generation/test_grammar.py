@@ -205,3 +205,42 @@ def test_requests_with_and_without_a_grammar_share_a_stream(model_and_tokenizer)
         (call,) = tool_call_format("smollm2").parse(text).calls
         jsonschema.validate(call.arguments, SCHEMAS[call.name])
         assert "<tool_call>" not in tokenizer.decode(finished["free", i].token_ids)
+
+
+def test_recorded_choices_are_the_grammars_allowed_tokens_and_the_logprobs_are_among_them(
+    model_and_tokenizer,
+):
+    model, tokenizer = model_and_tokenizer
+    grammar = tool_call_format("hermes").call_grammar(TOOLS, parallel=False)
+    prompt = _prompt(tokenizer)
+    params = SamplingParams(
+        max_new_tokens=60, temperature=0.7, seed=3, grammar=grammar, record_choices=8
+    )
+    (output,) = make_generator("continuous", model, tokenizer).generate([prompt], params)
+    plain = make_generator("continuous", model, tokenizer).generate(
+        [prompt], SamplingParams(max_new_tokens=60, temperature=0.7, seed=3, grammar=grammar)
+    )[0]
+    assert plain.choices is None
+    assert output.token_ids == plain.token_ids  # recording changes no draw
+    assert len(output.choices) == len(output.token_ids)
+
+    # the choices are what the grammar allowed at each token, where it allowed at most 8
+    masks = GrammarMasks(tokenizer, model.config.vocab_size, (tokenizer.eos_token_id,))
+    matcher = masks.matcher(grammar)
+    ids = torch.tensor([prompt + output.token_ids])
+    with torch.no_grad():
+        scaled = model(ids).logits[0, len(prompt) - 1 : -1].float() / 0.7
+    kinds = set()
+    for t, (token, among) in enumerate(zip(output.token_ids, output.choices, strict=True)):
+        allowed = masks.allowed([matcher])[0].nonzero().flatten().tolist()
+        masks.advance(matcher, token)
+        if len(allowed) > 8:
+            assert among is None
+            expected = scaled[t].log_softmax(-1)[token]
+            kinds.add("many")
+        else:
+            assert among == tuple(allowed) and token in among
+            expected = scaled[t, token] - scaled[t, list(among)].logsumexp(-1)
+            kinds.add("forced" if len(among) == 1 else "few")
+        assert output.logprobs[t] == pytest.approx(float(expected), abs=2e-3)
+    assert {"forced", "few"} <= kinds  # the call's JSON is forced, its values are chosen
