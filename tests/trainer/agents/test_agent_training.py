@@ -64,8 +64,8 @@ def test_an_agent_run_that_cannot_work_is_refused_by_the_config(override, messag
 EXAMPLE = Path(__file__).parents[3] / "examples"
 
 
-def test_the_example_sokoban_agent_needs_only_the_openai_sdk():
-    tree = ast.parse((EXAMPLE / "sokoban_tool_agent.py").read_text())
+def test_the_example_agents_need_only_the_openai_sdk():
+    tree = ast.parse((EXAMPLE / "tool_agents.py").read_text())
     imported = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -75,10 +75,11 @@ def test_the_example_sokoban_agent_needs_only_the_openai_sdk():
     assert imported <= {"__future__", "json"}
 
 
-def test_the_example_sokoban_agents_config_trains_a_step(tmp_path, monkeypatch):
-    monkeypatch.chdir(EXAMPLE.parent)  # the agent is examples.sokoban_tool_agent:play
+@pytest.mark.parametrize("name", ["frozenlake_tool_agent", "sokoban_tool_agent"])
+def test_an_example_agents_config_trains_a_step(name, tmp_path, monkeypatch):
+    monkeypatch.chdir(EXAMPLE.parent)  # the config names examples.tool_agents:<agent>
     config = load_config(
-        str(EXAMPLE / "sokoban_tool_agent.yaml"),
+        str(EXAMPLE / f"{name}.yaml"),
         [
             "model.name=tiny-random",
             "model.trainable_layers=null",
