@@ -16,7 +16,7 @@ from tests.docs.doc_pages import REPO, pages
 PACKAGES = ("rollenv", "environments", "trainer", "leaderboard", "sandboxes")
 DOTTED = re.compile(r"`((?:" + "|".join(PACKAGES) + r")(?:\.[A-Za-z_]\w*)+)(?:\(\))?`")
 PATH = re.compile(
-    r"`((?:" + "|".join(PACKAGES) + r"|benchmarks|tests|docs|\.ci)/[\w./-]*)(?::\w+)?`"
+    r"`((?:" + "|".join(PACKAGES) + r"|benchmarks|examples|tests|docs|\.ci)/[\w./-]*)(?::\w+)?`"
 )
 
 
