@@ -113,18 +113,14 @@ def _choices_of(
         logprob = z[token] - logsumexp(z[choices]),   z = logits / temperature (logits, greedy)
     """
     rows_allowed = allowed.expand(logits.shape[0], -1)
-    counts = rows_allowed.sum(dim=-1).tolist()
-    scaled = logits.float() if params.temperature == 0 else logits.float() / params.temperature
-    choices: list[tuple[int, ...] | None] = []
-    logprobs = logprobs.clone()
-    for row, count in enumerate(counts):
-        if count > params.record_choices:
-            choices.append(None)
-            continue
-        ids = rows_allowed[row].nonzero().flatten()
-        choices.append(tuple(ids.tolist()))
-        z = scaled[row]
-        logprobs[row] = z[tokens[row]] - torch.logsumexp(z[ids], dim=0)
+    counts = rows_allowed.sum(dim=-1)
+    few = counts <= params.record_choices
+    z = logits.float() if params.temperature == 0 else logits.float() / params.temperature
+    among = z.masked_fill(~rows_allowed, float("-inf")).log_softmax(dim=-1)
+    logprobs = torch.where(few, among.gather(-1, tokens[:, None]).squeeze(-1), logprobs)
+    # the (row, token) pairs of the rows with few choices, row by row, split into their rows
+    ids = iter((rows_allowed & few[:, None]).nonzero()[:, 1].split(counts[few].tolist()))
+    choices = [tuple(next(ids).tolist()) if small else None for small in few.tolist()]
     return choices, logprobs
 
 

@@ -257,26 +257,25 @@ def score_tokens(
         targets = index_of[targets.clamp(max=len(index_of) - 1)]
         if bool((targets < 0).any()):
             raise ValueError("a scored token is not in the vocabulary it was sampled from")
-    log_z = torch.logsumexp(logits, dim=-1)
-    picked = logits.gather(-1, targets[:, None]).squeeze(-1) - log_z
     positions = (rows, cols + 1)
-    token_entropy = None
-    if with_entropy:
-        if entropy_grad:  # H = log Z - sum_v p_v z_v, as _entropy_no_grad computes it
-            probs = torch.exp(logits - log_z[:, None])
-            token_entropy = log_z - (probs * logits).sum(-1)
-        else:
-            token_entropy = _entropy_no_grad(logits, log_z)
-    if choice_ids is not None and choice_table is not None:
-        picked, token_entropy = _among_choices(
-            logits,
-            targets,
-            choice_ids.to(device)[positions].long(),
-            choice_table.to(device),
-            picked,
-            token_entropy,
-            entropy_grad=entropy_grad,
-        )
+    options = {"with_entropy": with_entropy, "entropy_grad": entropy_grad}
+    if choice_ids is None or choice_table is None:
+        picked, token_entropy = _over_vocabulary(logits, targets, **options)
+    else:  # each row over the whole vocabulary or over its choices, never both
+        set_of_row = choice_ids.to(device)[positions].long()
+        free = (set_of_row == 0).nonzero().flatten()
+        chosen = (set_of_row > 0).nonzero().flatten()
+        members = choice_table.to(device)[set_of_row[chosen]]
+        parts = [
+            (free, _over_vocabulary(logits[free], targets[free], **options)),
+            (chosen, _among_choices(logits[chosen], targets[chosen], members, **options)),
+        ]
+        picked = logits.new_zeros(len(targets))
+        token_entropy = logits.new_zeros(len(targets)) if with_entropy else None
+        for where, (part_picked, part_entropy) in parts:
+            picked = picked.index_put((where,), part_picked)
+            if token_entropy is not None:
+                token_entropy = token_entropy.index_put((where,), part_entropy)
     logprobs = torch.zeros(input_ids.shape, device=device).index_put(positions, picked)
     entropy = None
     if token_entropy is not None:
@@ -284,37 +283,42 @@ def score_tokens(
     return TokenScores(logprobs, entropy, hidden)
 
 
+def _over_vocabulary(
+    logits: torch.Tensor, targets: torch.Tensor, *, with_entropy: bool, entropy_grad: bool
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Each row's target log-prob, and entropy, under the softmax over all of its logits."""
+    log_z = torch.logsumexp(logits, dim=-1)
+    picked = logits.gather(-1, targets[:, None]).squeeze(-1) - log_z
+    if not with_entropy:
+        return picked, None
+    if entropy_grad:  # H = log Z - sum_v p_v z_v, as _entropy_no_grad computes it
+        probs = torch.exp(logits - log_z[:, None])
+        return picked, log_z - (probs * logits).sum(-1)
+    return picked, _entropy_no_grad(logits, log_z)
+
+
 def _among_choices(
     logits: torch.Tensor,
     targets: torch.Tensor,
-    set_of_row: torch.Tensor,
-    table: torch.Tensor,
-    picked: torch.Tensor,
-    entropy: torch.Tensor | None,
+    members: torch.Tensor,
     *,
+    with_entropy: bool,
     entropy_grad: bool,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """``picked`` and ``entropy`` with the rows that have recorded choices (``set_of_row``
-    > 0) taken under the softmax over their choices alone."""
-    restricted = (set_of_row > 0).nonzero().flatten()
-    if len(restricted) == 0:
-        return picked, entropy
-    members = table[set_of_row[restricted]]  # (rows, widest set), -1 past a set's end
+    """Each row's target log-prob, and entropy, under the softmax over its choices alone
+    (``members``: a row of token ids each, -1 past the row's last choice)."""
     outside = members < 0
-    sub = logits[restricted].gather(-1, members.clamp(min=0)).masked_fill(outside, float("-inf"))
-    hits = members == targets[restricted, None]
+    sub = logits.gather(-1, members.clamp(min=0)).masked_fill(outside, float("-inf"))
+    hits = members == targets[:, None]
     if not bool(hits.any(-1).all()):
         raise ValueError("a scored token is not among the choices it was sampled from")
-    sub_log_z = torch.logsumexp(sub, dim=-1)
-    target_logit = sub.masked_fill(~hits, 0.0).sum(-1)
-    picked = picked.index_put((restricted,), target_logit - sub_log_z)
-    if entropy is not None:
-        with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
-            probs = torch.exp(sub - sub_log_z[:, None])
-            finite = sub.masked_fill(outside, 0.0)
-            sub_entropy = sub_log_z - (probs * finite).sum(-1)
-        entropy = entropy.index_put((restricted,), sub_entropy)
-    return picked, entropy
+    log_z = torch.logsumexp(sub, dim=-1)
+    picked = sub.masked_fill(~hits, 0.0).sum(-1) - log_z
+    if not with_entropy:
+        return picked, None
+    with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
+        probs = torch.exp(sub - log_z[:, None])
+        return picked, log_z - (probs * sub.masked_fill(outside, 0.0)).sum(-1)
 
 
 Choices = Sequence[tuple[int, ...] | None]
