@@ -30,6 +30,7 @@ Run (from the repository root)::
 
     python benchmarks/async_rollout.py --quick   # under 2 minutes
     python benchmarks/async_rollout.py
+    python benchmarks/async_rollout.py --workload long-tail   # partial rollouts: see there
     python benchmarks/async_rollout.py --redundancy 2   # groups of 4 start 6 episodes
 
 With ``--redundancy`` the asynchronous side starts extra episodes per group and keeps the first
@@ -91,8 +92,9 @@ class DrawCounter:
 
 class DrawnEpisode(gym.Wrapper):
     """Each episode draws, from ``(seed, its index among that seed's episodes)``, a length of
-    1 + Geometric(``p_end``) steps (at most the env manager's turns) and a log-normal sleep per
-    step; the sleep goes into ``info["metrics"]["latency_s"]``."""
+    1 + Geometric(``p_end``) steps, or with ``tail_alpha`` a Pareto length ``floor(U ** (-1 /
+    alpha))`` (``P(length >= n) = n ** -alpha``: a heavy tail), at most the env manager's turns,
+    and a log-normal sleep per step; the sleep goes into ``info["metrics"]["latency_s"]``."""
 
     def __init__(self, env: gym.Env, slow: SlowEnvs) -> None:
         super().__init__(env)
@@ -102,9 +104,12 @@ class DrawnEpisode(gym.Wrapper):
     def reset(self, *, seed: int | None = None, **kwargs: Any) -> Any:
         index = self.slow.episode_index(seed)
         self._rng = random.Random(f"{seed}/{index}")
-        self._left = 1
-        while self._rng.random() > self.slow.p_end:
-            self._left += 1
+        if self.slow.tail_alpha is not None:
+            self._left = math.floor((1.0 - self._rng.random()) ** (-1.0 / self.slow.tail_alpha))
+        else:
+            self._left = 1
+            while self._rng.random() > self.slow.p_end:
+                self._left += 1
         return self.env.reset(seed=seed, **kwargs)
 
     def step(self, action: str) -> Any:
@@ -149,10 +154,19 @@ class SlowEnvs:
         median_s, sigma: the log-normal step latency.
         p_end: the chance an episode ends after each step.
         counter: a :class:`DrawCounter`, or a Ray actor handle of one.
+        tail_alpha: draw Pareto lengths with this exponent instead of geometric ones.
     """
 
-    def __init__(self, median_s: float, sigma: float, p_end: float, counter: Any) -> None:
+    def __init__(
+        self,
+        median_s: float,
+        sigma: float,
+        p_end: float,
+        counter: Any,
+        tail_alpha: float | None = None,
+    ) -> None:
         self.median_s, self.sigma, self.p_end, self.counter = median_s, sigma, p_end, counter
+        self.tail_alpha = tail_alpha
 
     def episode_index(self, seed: int | None) -> int:
         if isinstance(self.counter, DrawCounter):
@@ -168,6 +182,14 @@ class SlowEnvs:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """The command line: this benchmark's flags, ``--json`` and ``--quick``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--workload",
+        choices=("latency", "long-tail"),
+        default="latency",
+        help="latency: rollouts alone, against lockstep batches (this module); long-tail: "
+        "training steps with weight updates, synchronous, dropping stale groups and partial "
+        "rollouts (benchmarks/long_tail_rollout.py)",
+    )
     parser.add_argument("--model", default="tiny-random")
     parser.add_argument("--env", default="Sokoban-v0")
     parser.add_argument("--groups", type=int, default=16, help="groups a training step")
@@ -214,6 +236,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     import ray
 
     args = parse_args(argv)
+    if args.workload == "long-tail":
+        from long_tail_rollout import run_long_tail
+
+        return run_long_tail(argv)
     # seed set r, step n: groups 1000 + 100_000 r + n * groups ..
     seed_sets = [
         [

@@ -361,6 +361,15 @@ class AlgorithmConfig(_Section):
     behaviour policy's, equal to the trainer's up to float error; a test checks it), which
     saves one forward pass over every sequence per step; ``recompute`` runs that pass. PPO
     always runs it: the same pass gives the critic's values."""
+    off_policy_correction: Literal["none", "decoupled", "tis"] = "none"
+    """For tokens sampled by older weights (``rollout.async_generation_ratio``): ``decoupled``
+    is AReaL's decoupled PPO, the clip around the weights before the update (recomputed log-
+    probs) and each token's loss weighted by ``pi_before / pi_sampler`` (the generator's log-
+    probs); ``tis`` the same with the weight truncated at ``importance_cap`` (truncated
+    importance sampling); ``none`` plain PPO against ``old_logprobs``. Both corrections
+    need ``old_logprobs=recompute``."""
+    importance_cap: float = Field(2.0, gt=1.0)
+    """``tis``: the most a token's importance weight may be."""
     score_actions_only: bool = False
     """With ``env.constrain_to_actions``: score each reply under the softmax over the action
     words' tokens, the distribution it was sampled from, instead of the whole vocabulary (an
@@ -464,7 +473,14 @@ class RolloutConfig(_Section):
     async_generation_ratio: int = Field(0, ge=0)
     """Rollouts for step n+k run while step n trains; a group started more than k weight
     versions ago is dropped, never trained on (0: rollout and training alternate;
-    ``mode=ray``)."""
+    ``mode=ray``). With ``partial_rollouts`` the bound applies to each token instead."""
+    partial_rollouts: bool = False
+    """Keep the long episodes: a group is never dropped for its age; its episodes play on
+    under each new version of the weights from their next turn, each token records the
+    version that sampled it, and a token sampled more than ``async_generation_ratio``
+    versions before the update is not trained on (its episode still is). Needs
+    ``async_generation_ratio >= 1``; ``algorithm.off_policy_correction`` weighs the tokens
+    by how stale they are."""
     episode_timeout_s: float | None = Field(None, gt=0.0)
     """An episode still running after this many seconds is cut (``finish_reason="timeout"``;
     ``None``: no limit)."""
@@ -964,8 +980,25 @@ class Config(_Section):
                 "algorithm.dynamic_sampling needs rollout.mode=local (the Ray rollouts do not "
                 "replace uniform groups yet)"
             )
+        if self.rollout.partial_rollouts and self.rollout.async_generation_ratio < 1:
+            raise ValueError(
+                "rollout.partial_rollouts needs rollout.async_generation_ratio >= 1 (with 0 "
+                "no episode outlives the weights it started under)"
+            )
+        correction = self.algorithm.off_policy_correction
+        if correction != "none" and self.algorithm.old_logprobs != "recompute":
+            raise ValueError(
+                f"algorithm.off_policy_correction={correction} clips around the weights "
+                "before the update, whose log-probs are recomputed: set "
+                "algorithm.old_logprobs=recompute"
+            )
         if self.rollout.mode == "local":
-            ray_only = {"redundancy": 0, "async_generation_ratio": 0, "ray_address": None}
+            ray_only = {
+                "redundancy": 0,
+                "async_generation_ratio": 0,
+                "ray_address": None,
+                "partial_rollouts": False,
+            }
             for name, default in ray_only.items():
                 if getattr(self.rollout, name) != default:
                     raise ValueError(f"rollout.{name} needs rollout.mode=ray")

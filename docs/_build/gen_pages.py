@@ -73,6 +73,7 @@ NAV: list[tuple[str, Any]] = [
             ("Presets", "training/presets.md"),
             ("Agent programs", "training/agent-programs.md"),
             ("Ray rollouts", "training/ray.md"),
+            ("Asynchronous training", "training/async-training.md"),
             ("Train workers and strategies", "training/strategies.md"),
             ("Checkpoints and resume", "training/checkpoints.md"),
             ("Reward workers and the judge", "training/reward-workers.md"),

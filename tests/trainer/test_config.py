@@ -344,3 +344,24 @@ def test_a_run_of_no_rl_steps_needs_a_warm_start():
         load_config(None, ["train.steps=0"])
     config = load_config(None, ["train.steps=0", "sft.before_rl=true"])
     assert config.train.steps == 0
+
+
+def test_partial_rollouts_and_off_policy_corrections_are_checked_by_name():
+    with pytest.raises(ConfigError, match=r"rollout\.partial_rollouts needs rollout\.async_gen"):
+        load_config(None, ["rollout.mode=ray", "rollout.partial_rollouts=true"])
+    with pytest.raises(ConfigError, match=r"set algorithm\.old_logprobs=recompute"):
+        load_config(
+            None, ["algorithm.off_policy_correction=tis", "algorithm.old_logprobs=generator"]
+        )
+    with pytest.raises(ConfigError, match=r"off_policy_correction.*'none', 'decoupled' or 'tis'"):
+        load_config(None, ["algorithm.off_policy_correction=is"])
+    config = load_config(
+        None,
+        [
+            "rollout.mode=ray",
+            "rollout.async_generation_ratio=2",
+            "rollout.partial_rollouts=true",
+            "algorithm.off_policy_correction=tis",
+        ],
+    )
+    assert config.rollout.partial_rollouts and config.algorithm.importance_cap == 2.0

@@ -60,7 +60,7 @@ def samples_of_calls(calls: Sequence[RecordedCall], step_starts_ns: Sequence[int
             segment = max(extended, key=lambda s: len(s.token_ids))
             new_prompt = call.prompt_ids[len(segment.token_ids) :]
         else:
-            segment = Sample([], [], [], [])
+            segment = Sample([], [], [], [], weight_versions=[])
             segments.append(segment)
             new_prompt = call.prompt_ids
         turn = turn_of_call(call, step_starts_ns)
@@ -74,6 +74,8 @@ def samples_of_calls(calls: Sequence[RecordedCall], step_starts_ns: Sequence[int
         ]
         segment.logprobs += [0.0] * len(new_prompt) + list(call.logprobs)
         segment.turn_of_token += [-1] * len(new_prompt) + [turn] * n
+        assert segment.weight_versions is not None
+        segment.weight_versions += [-1] * len(new_prompt) + list(call.weight_versions)
         if segment.choices is not None:
             segment.choices += [None] * len(new_prompt) + list(choices)
     return segments

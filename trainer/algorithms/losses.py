@@ -1,6 +1,6 @@
 """Token-level losses for policy-gradient training: PPO's clipped policy loss (with verl's dual
-clip), PPO's clipped value loss, the entropy of the policy, and how per-token terms are
-aggregated into one scalar.
+clip, and the decoupled form for tokens sampled by an older policy), PPO's clipped value loss,
+the entropy of the policy, and how per-token terms are aggregated into one scalar.
 
 All take ``(B, L)`` tensors and a ``mask`` that is nonzero on the tokens to train on
 (response tokens); everything at a masked position is ignored, NaN or inf included.
@@ -95,6 +95,8 @@ def ppo_policy_loss(
     clip_high: float = 0.2,
     dual_clip: float | None = 3.0,
     aggregation: Aggregation = "token-mean",
+    behaviour_logprobs: Tensor | None = None,
+    importance_cap: float | None = None,
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """PPO clipped surrogate loss (arXiv 1707.06347), with dual clip (arXiv 1912.09729).
 
@@ -102,6 +104,18 @@ def ppo_policy_loss(
 
         loss = max(-A * ratio, -A * clip(ratio, 1 - clip_low, 1 + clip_high))
         loss = min(loss, -A * dual_clip)        where A < 0 (dual clip)
+
+    With ``behaviour_logprobs`` (the log-probs of the policy that sampled each token, where
+    ``old_logprobs`` are then the proximal policy's: the weights before this update), the loss
+    is decoupled PPO (AReaL, arXiv 2505.24298): the clip keeps the update near the proximal
+    policy, and each token's loss is weighted by how much likelier the proximal policy makes
+    it than the behaviour policy did::
+
+        w    = exp(old_logp - behaviour_logp)          (a constant: no gradient flows through it)
+        w    = min(w, importance_cap)                  (truncated importance sampling, TIS)
+        loss = w * loss
+
+    A token sampled by the proximal policy itself has ``w = 1``: the loss is plain PPO's.
 
     For a negative advantage, plain PPO leaves the loss unbounded as the ratio grows; the dual
     clip caps it at ``-A * dual_clip`` (as verl's ``clip_ratio_c``). Asymmetric
@@ -119,13 +133,19 @@ def ppo_policy_loss(
         dual_clip: the cap ``c > 1`` on the loss of negative-advantage tokens, in units of
             ``-A``; ``None`` turns dual clip off.
         aggregation: how tokens are reduced to a scalar; see :func:`aggregate_loss`.
+        behaviour_logprobs: ``(B, L)`` log-probs under the policy that sampled the tokens,
+            when that is not the ``old_logprobs`` policy; ``None``: plain PPO.
+        importance_cap: the most an importance weight ``w`` may be; ``None``: untruncated.
 
     Returns:
         ``(loss, metrics)``. ``loss`` is a scalar to minimise. ``metrics`` (detached scalars,
         means over valid tokens): ``clip_fraction``, the fraction of tokens where the clipped
         term was chosen (clipping active); ``dual_clip_fraction``, the fraction where the dual
         clip cap was chosen; ``approx_kl``, the k3 estimate of KL(old || new),
-        ``mean((ratio - 1) - log ratio)``, as CleanRL reports it.
+        ``mean((ratio - 1) - log ratio)``, as CleanRL reports it. With
+        ``behaviour_logprobs``, also ``importance_weight_mean`` and ``importance_weight_max``
+        (before truncation) and ``importance_capped_fraction``, the fraction of tokens whose
+        weight was truncated.
 
     Example:
         >>> import math, torch
@@ -137,6 +157,20 @@ def ppo_policy_loss(
         >>> loss, m = ppo_policy_loss(logp, old, torch.tensor([[-1.0]]), mask, dual_clip=1.5)
         >>> loss, m["dual_clip_fraction"]  # min(max(2, 1.2), 1.5)
         (tensor(1.5000), tensor(1.))
+
+        Decoupled, by hand. Two tokens with advantage 1, the current policy equal to the
+        proximal one (ratio 1, no clipping): the first was sampled by a policy that gave it
+        half the proximal probability (``w = 2``), the second a third of it (``w = 3``,
+        truncated to 2.5). The loss is the mean of ``-w * A * ratio``:
+
+        >>> prox = torch.log(torch.tensor([[0.4, 0.3]]))
+        >>> behaviour = torch.log(torch.tensor([[0.2, 0.1]]))
+        >>> loss, m = ppo_policy_loss(prox, prox, torch.ones(1, 2), torch.ones(1, 2),
+        ...                           behaviour_logprobs=behaviour, importance_cap=2.5)
+        >>> loss  # -(2 * 1 + 2.5 * 1) / 2
+        tensor(-2.2500)
+        >>> m["importance_weight_mean"], m["importance_weight_max"], m["importance_capped_fraction"]
+        (tensor(2.5000), tensor(3.), tensor(0.5000))
     """
     if dual_clip is not None and dual_clip <= 1.0:
         raise ValueError(f"dual_clip must be > 1 (or None to turn it off), got {dual_clip}")
@@ -150,6 +184,13 @@ def ppo_policy_loss(
             "logprobs, old_logprobs and mask must have the same shape, got "
             f"{tuple(logprobs.shape)}, {tuple(old_logprobs.shape)}, {tuple(mask.shape)}"
         )
+    if behaviour_logprobs is not None and behaviour_logprobs.shape != mask.shape:
+        raise ValueError(
+            f"behaviour_logprobs must have the shape of mask {tuple(mask.shape)}, got "
+            f"{tuple(behaviour_logprobs.shape)}"
+        )
+    if importance_cap is not None and importance_cap <= 0.0:
+        raise ValueError(f"importance_cap must be > 0 (or None), got {importance_cap}")
     valid = mask.bool()
     # masked positions are set to 0 first, so a NaN there cannot reach the loss or its gradient
     logprobs = torch.where(valid, logprobs, 0.0)
@@ -175,6 +216,24 @@ def ppo_policy_loss(
     else:
         dual_clipped = torch.zeros_like(valid)
 
+    importance: dict[str, Tensor] = {}
+    if behaviour_logprobs is not None:
+        # w = pi_prox(a|s) / pi_behaviour(a|s), truncated at the cap (TIS); a constant
+        behaviour = torch.where(valid, behaviour_logprobs.detach(), 0.0)
+        weight = torch.exp((old_logprobs - behaviour).clamp(min=-20.0, max=20.0))
+        capped = torch.zeros_like(valid)
+        if importance_cap is not None:
+            capped = valid & (weight > importance_cap)
+            per_token = per_token * weight.clamp(max=importance_cap)
+        else:
+            per_token = per_token * weight
+        with torch.no_grad():
+            importance = {
+                "importance_weight_mean": _masked_mean(weight, valid),
+                "importance_weight_max": torch.where(valid, weight, 0.0).max(),
+                "importance_capped_fraction": _masked_mean(capped.float(), valid),
+            }
+
     loss = aggregate_loss(per_token, mask, aggregation)
     with torch.no_grad():
         metrics = {
@@ -182,6 +241,7 @@ def ppo_policy_loss(
             "dual_clip_fraction": _masked_mean(dual_clipped.float(), valid),
             # k3 of KL(old || new) from tokens sampled by old: (ratio - 1) - log ratio
             "approx_kl": _masked_mean(kl_penalty(old_logprobs, logprobs, "k3"), valid),
+            **importance,
         }
     return loss, metrics
 

@@ -178,6 +178,9 @@ class GeneratorActor:
                             if not request.future.done():
                                 request.future.set_exception(error)
                         continue
+                    # weights load only between batches: this version sampled every token
+                    for output in outputs:
+                        output.weight_versions = [self.version] * len(output.token_ids)
                 self.stats["batches"] += 1
                 self.stats["largest_batch"] = max(self.stats["largest_batch"], len(requests))
                 for request, output in zip(requests, outputs, strict=True):

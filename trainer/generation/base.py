@@ -82,12 +82,15 @@ class GenerationOutput:
     """One prompt's reply. ``finish_reason``: a stop token (``"stop"``), ``max_new_tokens`` or
     the context reached (``"length"``), or the request was aborted (``"abort"``).
     ``choices``: with ``SamplingParams.record_choices``, the tokens each token was sampled
-    among (``None`` where it had more to choose from, or nothing restricted it)."""
+    among (``None`` where it had more to choose from, or nothing restricted it).
+    ``weight_versions``: the version of the weights that sampled each token, where the
+    generator numbers its weights (a ``GeneratorActor``); ``None`` where it does not."""
 
     token_ids: list[int]
     logprobs: list[float]
     finish_reason: Literal["stop", "length", "abort"]
     choices: list[tuple[int, ...] | None] | None = None
+    weight_versions: list[int] | None = None
 
 
 class Generator(Protocol):

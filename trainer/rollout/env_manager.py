@@ -86,6 +86,8 @@ class _Episode:
     loss_mask: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
     turn_of_token: list[int] = field(default_factory=list)
+    # the weight version of each token (-1: a prompt token, or a generator that numbers none)
+    weight_versions: list[int] = field(default_factory=list)
     done: bool = False
 
 
@@ -442,6 +444,7 @@ class EnvManager:
             episode.loss_mask = [0] * len(episode.tokens)
             episode.logprobs = [0.0] * len(episode.tokens)
             episode.turn_of_token = [-1] * len(episode.tokens)
+            episode.weight_versions = [-1] * len(episode.tokens)
         return episode
 
     def _sampling_for_turn(self, turn: int) -> SamplingParams:
@@ -493,6 +496,7 @@ class EnvManager:
         if info.get("reward_request") is not None:
             episode.trajectory.reward_request = dict(info["reward_request"])
         n = len(output.token_ids)
+        versions = output.weight_versions or [-1] * n
         if self.context == "window":
             episode.trajectory.samples.append(
                 Sample(
@@ -500,6 +504,9 @@ class EnvManager:
                     loss_mask=[0] * len(prompt) + [1] * n,
                     logprobs=[0.0] * len(prompt) + list(output.logprobs),
                     turn_of_token=[-1] * len(prompt) + [turn] * n,
+                    weight_versions=(
+                        [-1] * len(prompt) + list(versions) if output.weight_versions else None
+                    ),
                 )
             )
         else:
@@ -507,6 +514,7 @@ class EnvManager:
             episode.loss_mask += [1] * n
             episode.logprobs += list(output.logprobs)
             episode.turn_of_token += [turn] * n
+            episode.weight_versions += list(versions)
         if terminated or truncated:
             self._finish(episode, "terminated" if terminated else "truncated")
             return
@@ -527,13 +535,21 @@ class EnvManager:
             episode.loss_mask += [0] * len(following)
             episode.logprobs += [0.0] * len(following)
             episode.turn_of_token += [-1] * len(following)
+            episode.weight_versions += [-1] * len(following)
 
     def _finish(self, episode: _Episode, reason: str) -> None:
         episode.done = True
         episode.trajectory.finish_reason = reason
         if self.context == "full":
+            versions = episode.weight_versions
             episode.trajectory.samples = [
-                Sample(episode.tokens, episode.loss_mask, episode.logprobs, episode.turn_of_token)
+                Sample(
+                    episode.tokens,
+                    episode.loss_mask,
+                    episode.logprobs,
+                    episode.turn_of_token,
+                    weight_versions=versions if any(v >= 0 for v in versions) else None,
+                )
             ]
 
 

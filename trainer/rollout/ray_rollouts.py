@@ -16,6 +16,11 @@ new weights between two of its batches. A group trained at step n started at mos
 earlier; an older one (it finished late) is dropped and replaced, never trained on. With
 ``k = 0`` every group of step n starts under version n-1 and rollout and training alternate.
 
+Partial rollouts (``rollout.partial_rollouts``): no group is dropped. An episode plays on under
+each new version from its next turn, every sampled token records the version that sampled it
+(``Sample.weight_versions``), and a token more than k versions older than the weights it is
+trained from gets loss mask 0 (its episode's return still counts in its group).
+
 Example:
     >>> rollouts = RayRollouts(config, "tiny-random", tokenizer, sampling)  # doctest: +SKIP
     >>> rollouts.push_weights(policy.state_dict(), version=0)  # doctest: +SKIP
@@ -42,7 +47,51 @@ from trainer.rollout.trajectory import Trajectory
 if TYPE_CHECKING:
     from trainer.rewards.pool import RewardPool
 
-__all__ = ["RayRollouts"]
+__all__ = ["RayRollouts", "mask_stale_tokens"]
+
+
+def mask_stale_tokens(
+    trajectories: list[Trajectory], version: int, bound: int | None
+) -> dict[str, float]:
+    """Sets the loss mask to 0 on every sampled token more than ``bound`` weight versions
+    older than ``version`` (``None``: masks nothing), and returns the staleness of the sampled
+    tokens: ``rollout/token_staleness_mean`` and ``_max`` (versions behind ``version``) and
+    ``rollout/stale_tokens_masked`` (the share masked). Tokens without a recorded version
+    (``Sample.weight_versions`` is ``None``) are not counted.
+
+    Example:
+        >>> from trainer.rollout.trajectory import Sample
+        >>> sample = Sample([1, 2, 3, 4], [0, 1, 1, 1], [0.0] * 4, [-1, 0, 1, 2],
+        ...                 weight_versions=[-1, 3, 5, 6])
+        >>> episode = Trajectory("Sokoban-v0", seed=0, group_id=0, samples=[sample])
+        >>> stats = mask_stale_tokens([episode], version=6, bound=2)
+        >>> stats["rollout/token_staleness_max"], round(stats["rollout/stale_tokens_masked"], 3)
+        (3.0, 0.333)
+        >>> sample.loss_mask  # the token of version 3 is 3 versions behind 6
+        [0, 0, 1, 1]
+    """
+    behind: list[int] = []
+    masked = 0
+    for trajectory in trajectories:
+        for sample in trajectory.samples:
+            if sample.weight_versions is None:
+                continue
+            for index, (trained, sampled_by) in enumerate(
+                zip(sample.loss_mask, sample.weight_versions, strict=True)
+            ):
+                if not trained or sampled_by < 0:
+                    continue
+                behind.append(version - sampled_by)
+                if bound is not None and version - sampled_by > bound:
+                    sample.loss_mask[index] = 0
+                    masked += 1
+    if not behind:
+        return {}
+    return {
+        "rollout/token_staleness_mean": sum(behind) / len(behind),
+        "rollout/token_staleness_max": float(max(behind)),
+        "rollout/stale_tokens_masked": masked / len(behind),
+    }
 
 
 class RayRollouts:
@@ -129,6 +178,7 @@ class RayRollouts:
             max_staleness=settings.async_generation_ratio,
             max_retries=settings.max_retries,
             reward_pool=reward_pool,
+            partial_rollouts=settings.partial_rollouts,
         )
         self.eval_scheduler = RolloutScheduler(
             self.eval_actors or self.env_actors, group_size=1, max_retries=settings.max_retries,
@@ -138,6 +188,7 @@ class RayRollouts:
         self._groups_submitted = 0
         self._groups_collected = 0  # what a checkpoint keeps: a resumed run goes on from here
         self.last_staleness: list[int] = []  # weight versions behind, of the last step's groups
+        self.token_staleness: dict[str, float] = {}  # of the last step's sampled tokens
         self._played: list[Trajectory] = []  # the last step's
 
     def _group_seed(self, number: int) -> int:
@@ -164,6 +215,10 @@ class RayRollouts:
         self._groups_collected += len(groups)
         self.last_staleness = [version - g.version for g in groups]
         self._played = [t for g in groups for t in g.trajectories]
+        bound = self.config.rollout.async_generation_ratio
+        self.token_staleness = mask_stale_tokens(
+            self._played, version, bound if self.config.rollout.partial_rollouts else None
+        )
         return list(self._played)
 
     def evaluate(self, version: int) -> dict[str, float]:
@@ -193,6 +248,7 @@ class RayRollouts:
         if staleness:
             out["rollout/staleness_mean"] = sum(staleness) / len(staleness)
             out["rollout/staleness_max"] = float(max(staleness))
+        out.update(self.token_staleness)
         return out
 
     def state_dict(self) -> dict[str, Any]:

@@ -11,6 +11,11 @@ Asynchronous training: every group is tagged with the weight version it started 
 :meth:`RolloutScheduler.collect` returns only groups at most ``max_staleness`` versions old
 (ROLL's ``async_generation_ratio``); older ones, complete or not, are dropped and never trained
 on. With ``max_staleness=0`` rollout and training alternate, as in a synchronous trainer.
+With ``partial_rollouts`` no group is dropped: its episodes play on under each new version of
+the weights, and the staleness bound applies to each token instead (the caller masks the
+tokens sampled too long ago; each token's version is in ``Sample.weight_versions``). Dropping
+throws away the groups that take longest, so it trains on fewer long episodes than were
+played; partial rollouts keep the mix as played.
 
 An episode whose actor raised is played again, on another actor when there is one, up to
 ``max_retries`` times; after that :meth:`collect` raises with the last error.
@@ -74,6 +79,8 @@ class RolloutScheduler:
             started under and still be trained on.
         max_retries: times an episode whose actor raised is played again.
         reward_pool: reward workers for the episodes whose envs defer their scoring.
+        partial_rollouts: never drop a group for its age: its episodes go on under the new
+            weights (see the module docstring).
     """
 
     def __init__(
@@ -85,6 +92,7 @@ class RolloutScheduler:
         max_staleness: int = 0,
         max_retries: int = 2,
         reward_pool: RewardPool | None = None,
+        partial_rollouts: bool = False,
     ) -> None:
         if not env_actors:
             raise ValueError("RolloutScheduler needs at least one env manager actor")
@@ -96,6 +104,7 @@ class RolloutScheduler:
         self.env_actors = list(env_actors)
         self.group_size, self.redundancy = group_size, redundancy
         self.max_staleness, self.max_retries = max_staleness, max_retries
+        self.partial_rollouts = partial_rollouts
         self._groups: dict[int, Group] = {}
         self._owner: dict[Any, tuple[int, int]] = {}  # episode ref -> (group id, actor index)
         self._load = [0] * len(self.env_actors)
@@ -243,7 +252,9 @@ class RolloutScheduler:
 
     def drop_stale(self, version: int) -> None:
         """Drops (and aborts) every group started more than ``max_staleness`` versions before
-        ``version``."""
+        ``version`` (none with ``partial_rollouts``)."""
+        if self.partial_rollouts:
+            return
         for group in list(self._groups.values()):
             if version - group.version > self.max_staleness:
                 self._abort(group)

@@ -30,6 +30,9 @@ class Sample:
             few (``SamplingParams.record_choices``): it is trained on, and its ``logprobs``
             entry taken, under the softmax over those alone; ``None`` entries (and ``None``
             for the whole sample) are scored over the whole vocabulary.
+        weight_versions: the version of the weights that sampled each token (-1 where
+            ``loss_mask`` is 0), where the generator numbers its weights; an episode played on
+            across a weight update holds tokens of several versions. ``None``: not recorded.
     """
 
     token_ids: list[int]
@@ -37,6 +40,7 @@ class Sample:
     logprobs: list[float]
     turn_of_token: list[int]
     choices: list[tuple[int, ...] | None] | None = None
+    weight_versions: list[int] | None = None
 
     def __post_init__(self) -> None:
         n = len(self.token_ids)
@@ -44,6 +48,8 @@ class Sample:
             raise ValueError("Sample fields must all have one entry per token")
         if self.choices is not None and len(self.choices) != n:
             raise ValueError("Sample.choices must have one entry per token")
+        if self.weight_versions is not None and len(self.weight_versions) != n:
+            raise ValueError("Sample.weight_versions must have one entry per token")
 
 
 @dataclass

@@ -29,6 +29,9 @@ class TokenBatch:
     returns: list[torch.Tensor] | None = None
     # what each token was sampled among, per sequence (Sample.choices), where recorded
     choices: list[list[tuple[int, ...] | None] | None] | None = None
+    # the log-probs of the policy that sampled each token, when old_logprobs are another
+    # policy's (decoupled PPO: old_logprobs are then the weights' before the update)
+    behaviour_logprobs: list[torch.Tensor] | None = None
 
     def __len__(self) -> int:
         return len(self.token_ids)
@@ -48,6 +51,7 @@ class TokenBatch:
             old_values=pick(self.old_values),
             returns=pick(self.returns),
             choices=pick(self.choices),
+            behaviour_logprobs=pick(self.behaviour_logprobs),
         )
 
     @property

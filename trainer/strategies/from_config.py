@@ -61,6 +61,9 @@ def strategy_options(config: Config, *, lr: float | None = None) -> dict:
             entropy_coef=algorithm.entropy_coef,
             value_coef=algorithm.value_coef,
             temperature=max(config.sampling.temperature, 1e-6),
+            importance_cap=(
+                algorithm.importance_cap if algorithm.off_policy_correction == "tis" else None
+            ),
         ),
         "lr": config.optim.lr if lr is None else lr,
         "weight_decay": config.optim.weight_decay,

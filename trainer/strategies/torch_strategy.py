@@ -45,6 +45,9 @@ class LossSettings:
     # the token ids constrained decoding samples among (algorithm.score_actions_only): replies
     # are scored under the softmax over these alone; None: over the whole vocabulary
     vocabulary: tuple[int, ...] | None = None
+    # with a batch's behaviour log-probs (decoupled PPO): the most an importance weight may be
+    # (TIS); None leaves them untruncated
+    importance_cap: float | None = None
 
 
 class TorchStrategy:
@@ -319,6 +322,7 @@ class TorchStrategy:
         advantages = padded(part.advantages)
         old_logprobs = padded(part.old_logprobs)
         logprobs = layout.rows(scores.logprobs)
+        behaviour = part.behaviour_logprobs
         loss, metrics = ppo_policy_loss(
             logprobs,
             old_logprobs,
@@ -328,6 +332,8 @@ class TorchStrategy:
             clip_high=settings.clip_high,
             dual_clip=settings.dual_clip,
             aggregation=settings.aggregation,
+            behaviour_logprobs=None if behaviour is None else padded(behaviour),
+            importance_cap=settings.importance_cap,
         )
         metrics = {f"policy/{k}": v.detach() for k, v in metrics.items()}
         metrics["policy/loss"] = loss.detach()

@@ -87,6 +87,9 @@ class _Scores:
     owner_of_sample: list[int]  # the episode of each row
     # what each token was sampled among, per row (Sample.choices); None when nothing recorded
     choices: list | None = None
+    # the generator's log-probs, with algorithm.off_policy_correction (old_logprobs are then
+    # the weights' before the update)
+    behaviour_logprobs: list[torch.Tensor] | None = None
 
 
 def _skipped_text(metrics: dict[str, float]) -> str:
@@ -418,6 +421,7 @@ class Pipeline:
             old_values=scores.values,
             returns=credit.returns,
             choices=scores.choices,
+            behaviour_logprobs=scores.behaviour_logprobs,
         ).select(rows)
 
         clock = time.perf_counter()
@@ -458,6 +462,9 @@ class Pipeline:
             old_logprobs, values = self.strategy.sequence_logprobs(
                 sequences, masks, with_values=needs_critic, **scored_among
             )
+        behaviour_logprobs = None
+        if algorithm.off_policy_correction != "none":
+            behaviour_logprobs = [torch.tensor(s.logprobs, dtype=torch.float32) for s in samples]
         ref_logprobs = None
         if algorithm.kl_coef > 0:
             ref_logprobs = self.strategy.reference_logprobs(sequences, masks, **scored_among)
@@ -477,6 +484,7 @@ class Pipeline:
             rewards,
             owner_of_sample,
             scored_among.get("choices"),
+            behaviour_logprobs,
         )
 
     def _keep(

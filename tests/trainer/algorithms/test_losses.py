@@ -160,6 +160,76 @@ def test_ppo_aggregation_and_masked_nan():
     assert metrics["approx_kl"].item() == 0.0
 
 
+# --- decoupled PPO: tokens sampled by an older policy -----------------------------------
+
+
+def _policy_gradient(logits, **kwargs):
+    """The gradient of the policy loss on ``logits`` (the sampled tokens are 0 and 2)."""
+    logits = logits.clone().requires_grad_(True)
+    logprobs = logits.log_softmax(-1)[[0, 1], [0, 2]].unsqueeze(0)  # (1, 2)
+    loss, metrics = ppo_policy_loss(logprobs, OLD_TWO_TOKENS, ADVANTAGE_TWO, MASK_TWO, **kwargs)
+    loss.backward()
+    return logits.grad, metrics
+
+
+LOGITS_TWO = torch.tensor([[0.3, -0.2, 1.1], [0.9, 0.1, -0.4]])
+# the proximal policy's log-probs: the ratios are 0.78 and 1.06 (log-probs -1.34 and -1.84), so
+# with these advantages neither is clipped: both carry a gradient
+OLD_TWO_TOKENS = torch.tensor([[-1.1, -1.9]])
+ADVANTAGE_TWO = torch.tensor([[1.5, -0.7]])
+MASK_TWO = torch.ones(1, 2)
+
+
+def test_decoupled_loss_with_every_token_on_policy_has_ppos_gradient():
+    plain, _ = _policy_gradient(LOGITS_TWO)
+    decoupled, metrics = _policy_gradient(LOGITS_TWO, behaviour_logprobs=OLD_TWO_TOKENS.clone())
+    capped, _ = _policy_gradient(
+        LOGITS_TWO, behaviour_logprobs=OLD_TWO_TOKENS.clone(), importance_cap=2.0
+    )
+    assert plain.abs().sum() > 0
+    assert torch.equal(decoupled, plain) and torch.equal(capped, plain)
+    assert metrics["importance_weight_mean"].item() == 1.0
+    assert metrics["importance_capped_fraction"].item() == 0.0
+
+
+def test_decoupled_loss_weighs_each_tokens_gradient_by_its_importance_weight():
+    # the first token was sampled by a policy that gave it a quarter of the proximal
+    # probability (w = 4); the second by one that gave it twice as much (w = 1/2)
+    behaviour = OLD_TWO_TOKENS + torch.tensor([[-math.log(4.0), math.log(2.0)]])
+
+    def token_gradient(token, **kwargs):
+        mask = torch.zeros(1, 2)
+        mask[0, token] = 1.0
+        logits = LOGITS_TWO.clone().requires_grad_(True)
+        logprobs = logits.log_softmax(-1)[[0, 1], [0, 2]].unsqueeze(0)
+        loss, _ = ppo_policy_loss(logprobs, OLD_TWO_TOKENS, ADVANTAGE_TWO, mask, **kwargs)
+        loss.backward()
+        return logits.grad
+
+    for token, weight in ((0, 4.0), (1, 0.5)):
+        assert_close(
+            token_gradient(token, behaviour_logprobs=behaviour),
+            weight * token_gradient(token),
+        )
+    # truncated at 2: the first token's weight is 2, the second's stays 1/2
+    assert_close(
+        token_gradient(0, behaviour_logprobs=behaviour, importance_cap=2.0),
+        2.0 * token_gradient(0),
+    )
+    _, metrics = _policy_gradient(LOGITS_TWO, behaviour_logprobs=behaviour, importance_cap=2.0)
+    assert metrics["importance_weight_mean"].item() == pytest.approx((4.0 + 0.5) / 2)
+    assert metrics["importance_weight_max"].item() == pytest.approx(4.0)
+    assert metrics["importance_capped_fraction"].item() == pytest.approx(0.5)
+
+
+def test_decoupled_loss_refuses_a_misshapen_behaviour_or_a_nonpositive_cap():
+    logp = torch.zeros(1, 2)
+    with pytest.raises(ValueError, match="behaviour_logprobs must have the shape"):
+        ppo_policy_loss(logp, logp, logp, MASK_TWO, behaviour_logprobs=torch.zeros(2, 2))
+    with pytest.raises(ValueError, match="importance_cap must be > 0"):
+        ppo_policy_loss(logp, logp, logp, MASK_TWO, behaviour_logprobs=logp, importance_cap=0.0)
+
+
 # --- value_loss --------------------------------------------------------------------------
 
 # clip 0.2, token 3 masked

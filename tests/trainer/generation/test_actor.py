@@ -49,7 +49,7 @@ def test_a_cancelled_request_is_never_run():
     assert stats["cancelled"] == 1 and stats["largest_batch"] == 1
 
 
-def test_update_weights_switches_the_policy_served():
+def test_update_weights_switches_the_policy_served_and_its_version_marks_each_token():
     server = GeneratorActor("tiny-random", seed=0)
     other = GeneratorActor("tiny-random", seed=1)
     greedy = SamplingParams(max_new_tokens=6, temperature=0.0)
@@ -60,6 +60,9 @@ def test_update_weights_switches_the_policy_served():
     after = asyncio.run(server.generate([1, 2, 3], greedy))
     assert before.token_ids != target.token_ids  # the two seeds give different policies
     assert after.token_ids == target.token_ids
+    # each token says which weights sampled it
+    assert before.weight_versions == [0] * len(before.token_ids)
+    assert after.weight_versions == [4] * len(after.token_ids)
 
 
 def _tiny():

@@ -77,6 +77,54 @@ def test_async_steps_train_on_groups_at_most_k_versions_old(tmp_path, local_ray)
     assert ray.is_initialized()  # the pipeline did not start Ray here, so it leaves it running
 
 
+def test_lora_in_an_async_run_reaches_the_generators_own_copy_after_every_update(
+    tmp_path, local_ray
+):
+    from trainer.generation.base import SamplingParams
+
+    config = load_config(
+        None,
+        [
+            *BASE,
+            f"train.output_dir={tmp_path}",
+            "rollout.async_generation_ratio=1",
+            "rollout.partial_rollouts=true",
+            "algorithm.off_policy_correction=tis",
+            "model.lora={r: 4, alpha: 8}",
+            "optim.lr=1e-2",
+        ],
+    )
+    pipeline = Pipeline(config, log=None)
+    prompt = [1, 5, 9, 2, 7]
+    greedy = SamplingParams(max_new_tokens=3, temperature=0.0)
+
+    def served() -> list[tuple[list[int], list[float]]]:
+        outputs = ray.get(
+            [r.generate.remote(prompt, greedy) for r in pipeline.rollouts.fleet.replicas]
+        )
+        return [(o.token_ids, o.logprobs) for o in outputs]
+
+    try:
+        seen = [served()]
+        for step in (1, 2):
+            metrics = pipeline.train_step()
+            assert "policy/importance_weight_mean" in metrics
+            now = served()
+            # every replica's own copy moved, and serves what the trainer's weights compute
+            pairs = zip(now, seen[-1], strict=True)
+            assert all(logprobs != before[1] for (_, logprobs), before in pairs)
+            for tokens, logprobs in now:
+                mask = torch.tensor([0.0] * len(prompt) + [1.0] * len(tokens))
+                [trainer], _ = pipeline.strategy.sequence_logprobs([prompt + tokens], [mask])
+                torch.testing.assert_close(
+                    trainer[len(prompt) :], torch.tensor(logprobs), atol=1e-4, rtol=0
+                )
+            assert {s["version"] for s in pipeline.rollouts.fleet.stats()} == {step}
+            seen.append(now)
+    finally:
+        pipeline.close()
+
+
 def test_a_resumed_ray_run_plays_the_next_steps_seeds_not_the_first_ones(tmp_path, local_ray):
     from trainer.rollout.seeds import step_seeds
 
