@@ -643,10 +643,12 @@ class ContinuousGenerator:
     def update_weights(self, state_dict: Mapping[str, torch.Tensor], strict: bool = True) -> None:
         """Loads new policy weights and forgets every cached prefix (computed with the old).
 
-        ``strict=False`` loads part of the weights (a bucket of a bucketed push).
+        ``strict=False`` loads part of the weights (a bucket of a bucketed push). Between two
+        passes of a stream, a running request keeps its keys and values and goes on under the
+        new weights from its next token; its row is not reused after it ends.
         """
         self._hf.update_weights(state_dict, strict=strict)
-        self.cache.clear()
+        self.cache.clear(keep_running=True)
         # a full load is the whole sync: re-pack now, so its cost counts as sync time; a partial
         # one is followed by more, so the packs are made again when next used
         for linear in self._linears:

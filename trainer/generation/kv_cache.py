@@ -92,17 +92,29 @@ class SlotKVCache:
         self.tokens = torch.full((self.rows, self.capacity), -1, dtype=torch.long, device=device)
         self.lengths = [0] * self.rows
         self.last_used = [0] * self.rows
+        # a running row whose keys and values older weights computed: forgotten at release
+        self.stale = [False] * self.rows
         self.active = 0
         self._clock = 0
         self._call_started = 0
 
-    def clear(self) -> None:
-        """Forgets every cached prefix (after a weight update they are stale)."""
-        if self.active:
+    def clear(self, keep_running: bool = False) -> None:
+        """Forgets every cached prefix (after a weight update they are stale).
+
+        Args:
+            keep_running: keep the running rows: their requests go on from their next token
+                on the keys and values the old weights computed, and the rows are forgotten
+                when they are released instead of kept for reuse.
+
+        Raises:
+            RuntimeError: requests are running and ``keep_running`` is false.
+        """
+        if self.active and not keep_running:
             raise RuntimeError("cannot clear the cache while requests are running")
         with torch.inference_mode():  # the tensors may have been (re)made in inference mode
-            self.tokens.fill_(-1)
-        self.lengths = [0] * self.rows
+            self.tokens[self.active :].fill_(-1)
+        self.lengths[self.active :] = [0] * (self.rows - self.active)
+        self.stale[: self.active] = [True] * self.active
 
     def begin_call(self) -> None:
         """Marks the start of a generator call (rows written before it are evicted first)."""
@@ -112,6 +124,7 @@ class SlotKVCache:
         """Forgets the running rows (a call that raised part-way leaves them half written)."""
         for row in range(self.active):
             self.lengths[row] = 0
+            self.stale[row] = False
         with torch.inference_mode():
             self.tokens[: self.active] = -1
         self.active = 0
@@ -223,6 +236,11 @@ class SlotKVCache:
         self.swap(row, last)
         self.active -= 1
         self._touch(last)
+        if self.stale[last]:  # computed partly by older weights: no later prompt may reuse it
+            self.lengths[last] = 0
+            with torch.inference_mode():
+                self.tokens[last] = -1
+            self.stale[last] = False
         return last
 
     def _add_rows(self) -> None:
@@ -239,6 +257,7 @@ class SlotKVCache:
         self.tokens = _grown(self.tokens, dim=0, size=new, fill=-1)
         self.lengths += [0] * pad
         self.last_used += [0] * pad
+        self.stale += [False] * pad
         self.rows = new
 
     def _touch(self, row: int) -> None:
@@ -258,3 +277,4 @@ class SlotKVCache:
                 tensor[b, :, :n] = saved
         self.lengths[a], self.lengths[b] = self.lengths[b], self.lengths[a]
         self.last_used[a], self.last_used[b] = self.last_used[b], self.last_used[a]
+        self.stale[a], self.stale[b] = self.stale[b], self.stale[a]

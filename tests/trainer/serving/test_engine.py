@@ -175,3 +175,33 @@ def test_bad_requests_are_refused_before_they_are_queued(tiny):
         engine.close()
     assert isinstance(refused, Refused) and refused.status == 400
     assert "outside the vocabulary" in refused.message
+
+
+def test_new_weights_reach_a_running_request_from_its_next_token_and_its_row_is_not_reused(tiny):
+    engine = _engine(tiny)
+    other, _ = load_model("tiny-random", seed=1)
+    prompt = [1, 2, 3]
+
+    async def scenario():
+        long = engine.submit(prompt, LONG)
+        events = long.events()
+        versions = []
+        async for event in events:
+            if not isinstance(event, Token):
+                return event, versions
+            versions.append(event.weight_version)
+            if len(versions) == 5:  # the engine loads them between two passes
+                await asyncio.to_thread(engine.update_weights, other.state_dict(), 7)
+        raise AssertionError("no end event")
+
+    try:
+        end, versions = asyncio.run(scenario())
+        cache = engine.generator.cache
+        cached = cache.cached_length(prompt + end.output.token_ids)
+    finally:
+        engine.close()
+    assert isinstance(end, Finished) and len(end.output.token_ids) == 400
+    switched = versions.index(7)
+    assert 5 <= switched < 400 and set(versions[:switched]) == {0}
+    assert set(versions[switched:]) == {7}
+    assert cached == 0  # its keys and values were partly the old weights': not kept for reuse
