@@ -400,6 +400,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "from seed 0's SFT checkpoint (the seeds then vary RL and SFT-only, not the warm "
         "start; about 40 minutes of SFT saved per seed)",
     )
+    parser.add_argument(
+        "--summarize",
+        type=Path,
+        nargs="+",
+        metavar="JSON",
+        help="run nothing: print, for these runs' JSON (one a training seed), the success "
+        "after the warm start and at the budget, each phase's steps, the CPU and the verdict "
+        "against the goal",
+    )
     # internal: one arm in its own process
     parser.add_argument("--run-arm", choices=ARMS, help=argparse.SUPPRESS)
     parser.add_argument("--sft-checkpoint", type=Path, help=argparse.SUPPRESS)
@@ -752,9 +761,47 @@ def run_seeds(args: argparse.Namespace, argv: Sequence[str]) -> int:
     return 0
 
 
+def summarize(reports: Sequence[Path]) -> int:
+    """Prints one row a run (a training seed) and the verdict of each against the goal;
+    returns 0 when every run met it."""
+    rows, met = [], []
+    for path in reports:
+        report = json.loads(path.read_text())
+        seed = next(
+            (o.split("=", 1)[1] for o in report["overrides"] if o.startswith("train.seed=")), "0"
+        )
+        arm = next(iter(report["final_success"]))
+        final = report["final_success"][arm]
+        phases = ", ".join(
+            f"{name} {s['steps']} ({s['steps_per_hour']:,.0f}/h)"
+            for name, s in report["steps"].items()
+        )
+        met.append(final >= GOAL_SUCCESS)
+        rows.append(
+            [
+                seed,
+                report["machine"]["cpu_model"],
+                f"{report['sft_success']:.1%}",
+                f"{arm} {final:.1%}",
+                phases,
+                "PASS" if met[-1] else "FAIL",
+            ]
+        )
+    print_table(
+        ["seed", "CPU", "after the warm start", "at the budget", "steps", f">= {GOAL_SUCCESS:.0%}"],
+        rows,
+        f"greedy {MAIN_ENV} success on the held-out boards, one run a training seed",
+        left_columns=2,
+    )
+    print(f"goal >= {GOAL_SUCCESS:.0%} on every seed: {'PASS' if all(met) else 'FAIL'}")
+    return 0 if all(met) else 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
+    if args.summarize:
+        return summarize(args.summarize)
     if args.run_arm:
         return run_arm(args)
     if args.seeds > 1:
