@@ -235,11 +235,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     import ray
 
-    args = parse_args(argv)
-    if args.workload == "long-tail":
+    workload = argparse.ArgumentParser(add_help=False)
+    workload.add_argument("--workload", default="latency")
+    if workload.parse_known_args(argv)[0].workload == "long-tail":  # its own flags
         from long_tail_rollout import run_long_tail
 
         return run_long_tail(argv)
+    args = parse_args(argv)
     # seed set r, step n: groups 1000 + 100_000 r + n * groups ..
     seed_sets = [
         [

@@ -20,8 +20,10 @@ turns (``P(length >= n) = n ** -alpha``; ``--tail-alpha`` 1.0: half the episodes
 turn, one in ten runs 10 turns or more), at most ``--max-turns``; every env step sleeps a
 log-normal delay (``--median-latency-s``, ``--sigma``), and every reply waits
 ``--generator-latency-s`` before the model decodes it (requests waiting together wait once,
-as a batched decode on a GPU would). An episode's draws come from its seed and its index among
-that seed's episodes, so the arms draw alike for the groups they share.
+as a batched decode on a GPU would; ``--generator-slots N`` lets only N wait at once, as a
+generator whose batch is full: then an episode that is dropped took time from the others). An
+episode's draws come from its seed and its index among that seed's episodes, so the arms draw
+alike for the groups they share.
 
 Figures per arm: wall-clock seconds, episodes trained per second, trained tokens per second
 (reply tokens that enter an update, after masking), the share of trained episodes that ran 10
@@ -32,6 +34,8 @@ Run (from the repository root)::
 
     python benchmarks/async_rollout.py --workload long-tail --quick   # about 2 minutes
     python benchmarks/async_rollout.py --workload long-tail
+    python benchmarks/async_rollout.py --workload long-tail --generator-slots 16 \
+        --json benchmarks/results/async_rollout_long_tail_slots16.json
     # the real policy, no simulated latency and no goal: generation shares the 2 cores
     python benchmarks/async_rollout.py --workload long-tail --model smollm2-135m \\
         --generator-latency-s 0 --json benchmarks/results/async_rollout_long_tail_135m.json
@@ -62,14 +66,25 @@ LONG_TURNS = 10
 
 class SlowGenerator(GeneratorActor):
     """A ``GeneratorActor`` whose every reply first waits ``latency_s``: the decode time of a
-    GPU, stood in for on this CPU. Requests that wait together wait once, as a batch would."""
+    GPU, stood in for on this CPU. Requests that wait together wait once, as a batch would; with
+    ``slots``, at most that many wait at once and the rest queue for a slot, as requests do at
+    a generator serving a full batch."""
 
-    def __init__(self, *args: Any, latency_s: float = 0.0, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, latency_s: float = 0.0, slots: int | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
-        self.latency_s = latency_s
+        self.latency_s, self.slots = latency_s, slots
+        self._slots: asyncio.Semaphore | None = None
 
     async def generate(self, prompt: list[int], params: SamplingParams) -> Any:
-        await asyncio.sleep(self.latency_s)
+        if self.slots is None:
+            await asyncio.sleep(self.latency_s)
+        else:
+            if self._slots is None:  # made on the actor's event loop
+                self._slots = asyncio.Semaphore(self.slots)
+            async with self._slots:
+                await asyncio.sleep(self.latency_s)
         return await super().generate(prompt, params)
 
 
@@ -134,6 +149,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--median-latency-s", type=float, default=0.05)
     parser.add_argument("--sigma", type=float, default=0.5, help="log-normal sigma of latency")
     parser.add_argument("--generator-latency-s", type=float, default=0.05)
+    parser.add_argument(
+        "--generator-slots",
+        type=int,
+        help="replies the generator works on at once, the others queue (default: no limit)",
+    )
     parser.add_argument("--update-s", type=float, default=1.0, help="the simulated update")
     parser.add_argument("--max-new-tokens", type=int, default=8)
     add_common_arguments(
@@ -159,14 +179,19 @@ def run_long_tail(argv: Sequence[str] | None = None) -> int:
         f"{args.model}, {args.env}: {args.steps} steps x {args.groups} groups x "
         f"{args.group_size} an arm, k = {k}; episode length Pareto alpha {args.tail_alpha} "
         f"(at most {args.max_turns} turns), env step log-normal median {args.median_latency_s} "
-        f"s, reply wait {args.generator_latency_s} s, update {args.update_s} s"
+        f"s, reply wait {args.generator_latency_s} s"
+        f"{f' ({args.generator_slots} at once)' if args.generator_slots else ''}, update "
+        f"{args.update_s} s"
     )
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     results: dict[str, dict[str, float]] = {}
     try:
         counter = ray.remote(num_cpus=0)(DrawCounter).remote()
         generator = ray.remote(num_cpus=0)(SlowGenerator).remote(
-            args.model, latency_s=args.generator_latency_s, max_batch_size=64
+            args.model,
+            latency_s=args.generator_latency_s,
+            slots=args.generator_slots,
+            max_batch_size=64,
         )
         slow = SlowEnvs(args.median_latency_s, args.sigma, 1.0, counter, args.tail_alpha)
         actors = launch_env_managers(
