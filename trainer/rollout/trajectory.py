@@ -30,9 +30,10 @@ class Sample:
             few (``SamplingParams.record_choices``): it is trained on, and its ``logprobs``
             entry taken, under the softmax over those alone; ``None`` entries (and ``None``
             for the whole sample) are scored over the whole vocabulary.
-        weight_versions: the version of the weights that sampled each token (-1 where
-            ``loss_mask`` is 0), where the generator numbers its weights; an episode played on
-            across a weight update holds tokens of several versions. ``None``: not recorded.
+        weight_versions: the version of the weights that sampled each token (-1 on prompt
+            and observation tokens), where the generator numbers its weights; an episode
+            played on across a weight update holds tokens of several versions. ``None``: not
+            recorded.
     """
 
     token_ids: list[int]
