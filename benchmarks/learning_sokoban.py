@@ -508,15 +508,35 @@ def run_arm(args: argparse.Namespace) -> int:
             preset, own = args.rl_only_preset, [f"train.output_dir={args.runs_dir / 'rl-only'}"]
         rl_config = load_config(preset, [*base_overrides(args), *own])
         pipeline = Pipeline(rl_config)
-        evaluate = Evaluator(rl_config, pipeline.rollouts.generator, pipeline.tokenizer)
+        on_ray = rl_config.rollout.mode == "ray"
+        if on_ray:
+            # the generators are Ray actors: the evaluation plays on a copy of the policy here,
+            # with the fleet paused, so episodes started ahead (async_generation_ratio) do not
+            # play on while the clock is stopped
+            evaluate = Evaluator.with_own_generator(
+                rl_config, pipeline.strategy.model, pipeline.tokenizer
+            )
+        else:
+            evaluate = Evaluator(rl_config, pipeline.rollouts.generator, pipeline.tokenizer)
+
+        def play(seeds: dict[str, int]) -> dict[str, dict[str, float]]:
+            if not on_ray:
+                return evaluate(seeds)
+            pipeline.rollouts.pause()
+            try:
+                evaluate.generator.update_weights(pipeline.strategy.inference_state_dict())
+                return evaluate(seeds)
+            finally:
+                pipeline.rollouts.resume()
+
         if arm == "RL only":  # its minute 0: the base model under the arm's own preset
             clock.pause()
-            recorder.add(arm, clock.elapsed, evaluate(all_envs(args, args.eval_seeds)), rl_steps=0)
+            recorder.add(arm, clock.elapsed, play(all_envs(args, args.eval_seeds)), rl_steps=0)
             clock.resume()
 
         def evaluation_point() -> None:
             recorder.add(
-                arm, clock.elapsed, evaluate({MAIN_ENV: args.eval_seeds}), rl_steps=pipeline.step
+                arm, clock.elapsed, play({MAIN_ENV: args.eval_seeds}), rl_steps=pipeline.step
             )
 
         train_rl_until(
@@ -524,12 +544,10 @@ def run_arm(args: argparse.Namespace) -> int:
         )
         clock.pause()
         recorder.add(
-            arm,
-            clock.elapsed,
-            evaluate(all_envs(args, args.eval_seeds)),
-            rl_steps=pipeline.step,
+            arm, clock.elapsed, play(all_envs(args, args.eval_seeds)), rl_steps=pipeline.step
         )
         pipeline.metrics.close()
+        pipeline.close()
     else:
         assert config is not None  # only the RL-only arm goes without the main preset
         sft = OracleSFT(

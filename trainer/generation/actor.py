@@ -95,6 +95,7 @@ class GeneratorActor:
         self._arrived: asyncio.Event | None = None
         self._server: asyncio.Task[None] | None = None
         self._busy: asyncio.Lock | None = None
+        self._running: asyncio.Event | None = None  # cleared while paused
         self.stats = {"requests": 0, "batches": 0, "cancelled": 0, "largest_batch": 0}
         if weight_store is not None:
             import ray
@@ -141,6 +142,27 @@ class GeneratorActor:
             self.version = version
         return self.version
 
+    async def pause(self) -> int:
+        """Stops starting batches; returns once the running batch (if any) has ended, with the
+        number of requests left waiting. Requests keep queueing until :meth:`resume`.
+
+        An evaluation that measures the policy on its own generator pauses the training fleet,
+        so episodes started ahead (``rollout.async_generation_ratio``) do not play on, for
+        free, while the run's clock is stopped.
+        """
+        self._start_serving()
+        assert self._busy is not None and self._running is not None
+        self._running.clear()
+        async with self._busy:  # the batch under way ends first
+            pass
+        return len(self._queue)
+
+    async def resume(self) -> None:
+        """Starts batches again after :meth:`pause` (the queued requests first)."""
+        self._start_serving()
+        assert self._running is not None
+        self._running.set()
+
     async def get_stats(self) -> dict[str, int]:
         """Requests served, batches run, requests cancelled, the largest batch."""
         return {**self.stats, "version": self.version}
@@ -151,10 +173,13 @@ class GeneratorActor:
         if self._server is None or self._server.get_loop() is not loop:
             self._queue.clear()
             self._arrived, self._busy = asyncio.Event(), asyncio.Lock()
+            self._running = asyncio.Event()
+            self._running.set()
             self._server = loop.create_task(self._serve())
 
     async def _serve(self) -> None:
         assert self._arrived is not None and self._busy is not None
+        assert self._running is not None
         while True:
             await self._arrived.wait()
             await asyncio.sleep(self.batch_wait_s)  # let the requests sent together gather
@@ -166,6 +191,7 @@ class GeneratorActor:
             for request in batch:
                 by_params.setdefault(replace(request.params, seed=None), []).append(request)
             for params, requests in by_params.items():
+                await self._running.wait()
                 async with self._busy:
                     self._seed += 1
                     seeded = replace(params, seed=self._seed) if params.temperature > 0 else params

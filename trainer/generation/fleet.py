@@ -128,6 +128,19 @@ class GeneratorFleet:
         ray.get([replica.update_weights.remote(buckets, version) for replica in self.replicas])
         return len(buckets)
 
+    def pause(self) -> None:
+        """Every replica stops starting batches (:meth:`GeneratorActor.pause`); returns once
+        none is generating."""
+        import ray
+
+        ray.get([replica.pause.remote() for replica in self.replicas])
+
+    def resume(self) -> None:
+        """Every replica starts batches again (:meth:`GeneratorActor.resume`)."""
+        import ray
+
+        ray.get([replica.resume.remote() for replica in self.replicas])
+
     def stats(self) -> list[dict[str, int]]:
         """Each replica's :meth:`GeneratorActor.get_stats`."""
         import ray

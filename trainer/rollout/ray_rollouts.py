@@ -239,6 +239,17 @@ class RayRollouts:
         """Sends the policy's weights to every generator replica (in buckets)."""
         self.fleet.push_weights(state_dict, version)
 
+    def pause(self) -> None:
+        """Stops the generator fleet between two batches: episodes started ahead
+        (``rollout.async_generation_ratio``) wait, their turns queued, until :meth:`resume`.
+        An evaluation on a generator of its own pauses it, so they do not play on while the
+        run's clock is stopped."""
+        self.fleet.pause()
+
+    def resume(self) -> None:
+        """Lets the generator fleet run again after :meth:`pause`."""
+        self.fleet.resume()
+
     def metrics(self) -> dict[str, float]:
         """The last step's ``rollout/`` metrics, the schedulers' counters and the staleness of
         the last step's groups."""

@@ -69,3 +69,22 @@ def _tiny():
     from trainer.models import load_model
 
     return load_model("tiny-random", seed=0)
+
+
+def test_a_paused_actor_queues_requests_and_serves_them_on_resume():
+    server = GeneratorActor("tiny-random", batch_wait_s=0.0)
+    params = SamplingParams(max_new_tokens=2, seed=0)
+
+    async def send():
+        assert await server.pause() == 0
+        waiting = asyncio.ensure_future(server.generate([1, 2], params))
+        await asyncio.sleep(0.2)  # time for several batches, had it not been paused
+        served_while_paused = (await server.get_stats())["batches"]
+        assert not waiting.done()
+        await server.resume()
+        return served_while_paused, await waiting
+
+    served_while_paused, output = asyncio.run(send())
+    assert served_while_paused == 0
+    assert len(output.token_ids) == 2
+    assert asyncio.run(server.get_stats())["batches"] == 1
