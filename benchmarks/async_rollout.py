@@ -131,19 +131,19 @@ def least_async_s(trajectories: Sequence[Any], env_slots: int) -> float:
     return max(max(totals), sum(totals) / env_slots)
 
 
-def stream_rollout(scheduler: RolloutScheduler, steps: Sequence[Sequence[int]], ahead: int) -> int:
-    """Plays the groups of consecutive training steps (``steps[n]``: step n's seeds) by
-    ``RayRollouts.rollout``'s rule with ``async_generation_ratio=ahead``: before each step waits,
-    groups are started until ``ahead + 1`` steps' worth are running; each step takes the oldest
-    complete groups. Returns the number of trajectories handed back."""
+def stream_rollout(scheduler: RolloutScheduler, steps: Sequence[Sequence[int]]) -> int:
+    """Plays the groups of consecutive training steps (``steps[n]``: step n's seeds) as
+    ``RayRollouts.rollout`` does with ``async_generation_ratio`` = the scheduler's
+    ``max_staleness`` (:meth:`RolloutScheduler.training_step`; the version stays 0, so nothing
+    is dropped). Returns the number of trajectories handed back."""
     seeds = [seed for step in steps for seed in step]
-    submitted = handed_back = 0
+    first = scheduler.groups_started  # a scheduler reused for several passes numbers on
+    handed_back = 0
     for step in steps:
-        while scheduler.pending_groups < len(step) * (ahead + 1) and submitted < len(seeds):
-            scheduler.submit(seeds[submitted], group_id=submitted, version=0)
-            submitted += 1
-        for group in scheduler.collect(len(step), version=0):
-            handed_back += len(group.trajectories)
+        groups = scheduler.training_step(
+            0, len(step), lambda n: seeds[n - first], first + len(seeds)
+        )
+        handed_back += sum(len(group.trajectories) for group in groups)
     return handed_back
 
 
@@ -310,7 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             async_s[ahead] = []
             for steps in seed_sets:
                 start = time.perf_counter()
-                handed_back = stream_rollout(scheduler, steps, ahead)
+                handed_back = stream_rollout(scheduler, steps)
                 async_s[ahead].append(time.perf_counter() - start)
                 assert handed_back == episodes, (handed_back, episodes)
                 print(f"  asynchronous, ratio {ahead}: {async_s[ahead][-1]:.1f} s", flush=True)

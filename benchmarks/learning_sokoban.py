@@ -409,6 +409,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "after the warm start and at the budget, each phase's steps, the CPU and the verdict "
         "against the goal",
     )
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        nargs=2,
+        metavar=("BASELINE", "OTHER"),
+        help="run nothing: put the RL arms of two runs from one warm start (the second run "
+        "made with --from-sft of the first) side by side: success at each evaluation, steps, "
+        "and whether OTHER's final success is at least BASELINE's; with --png, both curves",
+    )
     # internal: one arm in its own process
     parser.add_argument("--run-arm", choices=ARMS, help=argparse.SUPPRESS)
     parser.add_argument("--sft-checkpoint", type=Path, help=argparse.SUPPRESS)
@@ -815,11 +824,82 @@ def summarize(reports: Sequence[Path]) -> int:
     return 0 if all(met) else 1
 
 
+def rollout_label(overrides: Sequence[str]) -> str:
+    """How a run's overrides schedule its rollouts, in words."""
+    settings = dict(o.split("=", 1) for o in overrides if "=" in o)
+    ratio = int(settings.get("rollout.async_generation_ratio", "0"))
+    mode = settings.get("rollout.mode", "local")
+    if ratio == 0:
+        return f"synchronous ({mode})"
+    if settings.get("rollout.partial_rollouts") == "true":
+        correction = settings.get("algorithm.off_policy_correction", "none")
+        return f"partial rollouts, k={ratio}, {correction} ({mode})"
+    return f"drop and replace, k={ratio} ({mode})"
+
+
+def compare(reports: Sequence[Path], png: Path | None) -> int:
+    """Prints the RL arms of ``reports`` (baseline first) side by side and the verdict: the
+    second's final success at least the first's. Returns 0 when it holds."""
+    runs = [json.loads(path.read_text()) for path in reports]
+    labels = [rollout_label(run["overrides"]) for run in runs]
+    curves = [
+        [p for p in run["points"] if p["env"] == MAIN_ENV and p["arm"] == "RL"] for run in runs
+    ]
+    start = [p for p in runs[0]["points"] if p["env"] == MAIN_ENV and p["arm"] == "SFT"]
+    rows = [
+        ["warm start (shared)", f"{start[0]['minutes']:.1f}", *[f"{start[0]['success']:.1%}"] * 2]
+    ]
+    for first, second in zip(*curves, strict=False):
+        rows.append(
+            ["RL", f"{first['minutes']:.1f}", f"{first['success']:.1%}", f"{second['success']:.1%}"]
+        )
+    print_table(
+        ["point", "training min", *labels],
+        rows,
+        f"greedy {MAIN_ENV} success on {runs[0]['eval_seeds']} held-out boards",
+    )
+    for label, run in zip(labels, runs, strict=True):
+        steps = run["steps"]["RL"]
+        print(f"  {label}: {steps['steps']} RL steps ({steps['steps_per_hour']:.0f} an hour)")
+    finals = [curve[-1]["success"] for curve in curves]
+    held = finals[1] >= finals[0]
+    print(
+        f"  {labels[1]} {finals[1]:.1%} >= {labels[0]} {finals[0]:.1%}: "
+        f"{'PASS' if held else 'FAIL'}"
+    )
+    if png is not None:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(8, 4.5))
+        for label, curve, color in zip(labels, curves, ("tab:blue", "tab:red"), strict=True):
+            line = start + curve
+            ax.plot(
+                [p["minutes"] for p in line],
+                [100 * p["success"] for p in line],
+                "-o",
+                color=color,
+                label=label,
+            )
+        ax.set_xlabel("training wall-clock, minutes (2 CPU cores; evaluation excluded)")
+        ax.set_ylabel(f"greedy success, % ({MAIN_ENV})")
+        ax.set_title("SmolLM2-135M-Instruct on Sokoban: RL after a shared warm start")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(png, dpi=120)
+        print(f"plot: {png}")
+    return 0 if held else 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     if args.summarize:
         return summarize(args.summarize)
+    if args.compare:
+        return compare(args.compare, args.png if "--png" in argv else None)
     if args.run_arm:
         return run_arm(args)
     if args.seeds > 1:

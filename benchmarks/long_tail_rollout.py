@@ -98,18 +98,16 @@ def train_steps(
     update_s: float,
     partial: bool,
 ) -> dict[str, float]:
-    """Runs ``steps`` steps by ``RayRollouts.rollout``'s rule and returns the arm's figures."""
+    """Runs ``steps`` steps as ``RayRollouts.rollout`` does (``RolloutScheduler.training_step``)
+    and returns the arm's figures."""
     import ray
 
-    submitted = tokens = masked = 0
+    tokens = masked = 0
     trained: list[Any] = []
     start = time.perf_counter()
     for version in range(steps):
-        scheduler.drop_stale(version)
-        while scheduler.pending_groups < groups * (ahead + 1):
-            scheduler.submit(1000 + submitted, group_id=submitted, version=version)
-            submitted += 1
-        played = [t for g in scheduler.collect(groups, version) for t in g.trajectories]
+        collected = scheduler.training_step(version, groups, seed_of=lambda n: 1000 + n)
+        played = [t for g in collected for t in g.trajectories]
         replies = sum(sum(s.loss_mask) for t in played for s in t.samples)
         mask_stale_tokens(played, version, ahead if partial else None)
         kept = sum(sum(s.loss_mask) for t in played for s in t.samples)

@@ -481,6 +481,15 @@ class RolloutConfig(_Section):
     versions before the update is not trained on (its episode still is). Needs
     ``async_generation_ratio >= 1``; ``algorithm.off_policy_correction`` weighs the tokens
     by how stale they are."""
+    in_flight_weights: Literal["next_turn", "keep_cache", "recompute_prefix"] = "next_turn"
+    """When weights pushed while a generator decodes a batch are loaded (``mode=ray``):
+    ``next_turn``, once the batch ends (each reply under way ends under the weights that began
+    it; its episode goes on under the new ones from its next turn); ``keep_cache``, between two
+    decode steps, the replies under way going on from their next token over the keys and values
+    the old weights computed; ``recompute_prefix``, the same with each reply's prompt and tokens
+    so far read again under the new weights first (exactly the new policy, one prefill more).
+    Each token records the version that sampled it. The two token modes need
+    ``generation.backend=continuous``."""
     episode_timeout_s: float | None = Field(None, gt=0.0)
     """An episode still running after this many seconds is cut (``finish_reason="timeout"``;
     ``None``: no limit)."""
@@ -992,12 +1001,20 @@ class Config(_Section):
                 "before the update, whose log-probs are recomputed: set "
                 "algorithm.old_logprobs=recompute"
             )
+        in_flight = self.rollout.in_flight_weights
+        if in_flight != "next_turn" and self.generation.backend != "continuous":
+            raise ValueError(
+                f"rollout.in_flight_weights={in_flight} loads weights between two decode steps, "
+                "which only generation.backend=continuous offers (got "
+                f"{self.generation.backend}); set rollout.in_flight_weights=next_turn"
+            )
         if self.rollout.mode == "local":
             ray_only = {
                 "redundancy": 0,
                 "async_generation_ratio": 0,
                 "ray_address": None,
                 "partial_rollouts": False,
+                "in_flight_weights": "next_turn",
             }
             for name, default in ray_only.items():
                 if getattr(self.rollout, name) != default:

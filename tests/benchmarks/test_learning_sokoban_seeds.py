@@ -66,3 +66,32 @@ def test_later_seeds_start_from_seed_0s_sft_checkpoint(tmp_path: Path) -> None:
     result = _run("--quick", "--seeds", "2", "--share-sft", "--runs-dir", str(tmp_path))
     assert result.returncode != 0
     assert f"--from-sft {checkpoint}: no model folder in it" in result.stderr
+
+
+def _rl_report(overrides: list[str], successes: list[float]) -> dict:
+    points = [{"arm": "SFT", "env": "SimpleSokoban-v0", "minutes": 15.0, "success": 0.8}]
+    points += [
+        {"arm": "RL", "env": "SimpleSokoban-v0", "minutes": 15.0 + 10 * (i + 1), "success": s}
+        for i, s in enumerate(successes)
+    ]
+    steps = {"RL": {"steps": 40, "minutes": 30.0, "steps_per_hour": 80.0}}
+    return {"overrides": overrides, "points": points, "eval_seeds": 256, "steps": steps}
+
+
+def test_compare_puts_two_rl_arms_side_by_side_and_judges_the_second(tmp_path: Path) -> None:
+    sync = tmp_path / "sync.json"
+    sync.write_text(json.dumps(_rl_report(["rollout.mode=ray"], [0.84, 0.86, 0.88])))
+    partial = tmp_path / "partial.json"
+    flags = ["rollout.mode=ray", "rollout.async_generation_ratio=2"]
+    flags += ["rollout.partial_rollouts=true", "algorithm.off_policy_correction=decoupled"]
+    partial.write_text(json.dumps(_rl_report(flags, [0.85, 0.87, 0.89])))
+    png = tmp_path / "both.png"
+    result = _run("--compare", str(sync), str(partial), "--png", str(png))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "partial rollouts, k=2, decoupled (ray) 89.0% >= synchronous (ray) 88.0%: PASS" in (
+        result.stdout
+    )
+    assert png.stat().st_size > 0
+    # the other way round the second arm ends lower: the verdict fails
+    result = _run("--compare", str(partial), str(sync))
+    assert result.returncode == 1 and "FAIL" in result.stdout

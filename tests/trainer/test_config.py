@@ -365,3 +365,17 @@ def test_partial_rollouts_and_off_policy_corrections_are_checked_by_name():
         ],
     )
     assert config.rollout.partial_rollouts and config.algorithm.importance_cap == 2.0
+
+
+def test_in_flight_weight_loads_are_checked_against_the_backend_and_the_rollout_mode():
+    with pytest.raises(ConfigError, match=r"only generation\.backend=continuous offers"):
+        load_config(
+            None,
+            ["rollout.mode=ray", "rollout.in_flight_weights=keep_cache", "generation.backend=hf"],
+        )
+    with pytest.raises(ConfigError, match=r"rollout\.in_flight_weights needs rollout\.mode=ray"):
+        load_config(None, ["rollout.in_flight_weights=recompute_prefix"])
+    with pytest.raises(ConfigError, match=r"'next_turn', 'keep_cache' or 'recompute_prefix'"):
+        load_config(None, ["rollout.mode=ray", "rollout.in_flight_weights=sometimes"])
+    config = load_config(None, ["rollout.mode=ray", "rollout.in_flight_weights=recompute_prefix"])
+    assert config.rollout.in_flight_weights == "recompute_prefix"

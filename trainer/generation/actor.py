@@ -29,6 +29,12 @@ from typing import Any
 
 from trainer.generation import make_generator
 from trainer.generation.base import GenerationOutput, SamplingParams
+from trainer.generation.in_flight_weights import (
+    IN_FLIGHT_MODES,
+    InFlightMode,
+    PendingWeights,
+    decode_with_updates,
+)
 
 __all__ = ["GeneratorActor"]
 
@@ -54,6 +60,10 @@ class GeneratorActor:
             restart too) the actor loads the newest weights it holds.
         device: ``"cpu"``, or ``"cuda"`` for an actor Ray gave a GPU (a clear error if torch
             sees none there).
+        in_flight_weights: when weights pushed during a batch load: ``next_turn`` (once the
+            batch ends), ``keep_cache`` or ``recompute_prefix`` (between two of its decode
+            steps; the continuous backend only). See
+            :mod:`~trainer.generation.in_flight_weights`.
         **backend_kwargs: passed to the backend (``max_batch_size``, ``dtype``, ...).
     """
 
@@ -67,6 +77,7 @@ class GeneratorActor:
         torch_threads: int | None = None,
         weight_store: Any = None,
         device: str = "cpu",
+        in_flight_weights: InFlightMode = "next_turn",
         **backend_kwargs: Any,
     ) -> None:
         import torch
@@ -83,11 +94,24 @@ class GeneratorActor:
                 "build of torch on the GPU nodes, or set rollout.generator_gpus=0"
             )
 
+        if in_flight_weights not in IN_FLIGHT_MODES:
+            raise ValueError(
+                f"in_flight_weights={in_flight_weights!r}; choose one of {list(IN_FLIGHT_MODES)}"
+            )
+        if in_flight_weights != "next_turn" and backend != "continuous":
+            raise ValueError(
+                f"in_flight_weights={in_flight_weights} loads weights between decode steps, "
+                f"which only the continuous backend offers (backend={backend!r}); use "
+                "in_flight_weights=next_turn"
+            )
         policy, self.tokenizer = load_model(model, seed=seed)
         policy.to(device)
         self.generator = make_generator(
             backend, policy, self.tokenizer, device=torch.device(device), **backend_kwargs
         )
+        self.in_flight_weights = in_flight_weights
+        self._pending = PendingWeights()  # pushed weights a running batch has not loaded yet
+        self._loaders: set[asyncio.Task[None]] = set()
         self.batch_wait_s = batch_wait_s
         self.version = 0
         self._seed = seed
@@ -123,15 +147,21 @@ class GeneratorActor:
             raise
 
     async def update_weights(self, weights: Mapping[str, Any] | list[Any], version: int) -> int:
-        """Loads new weights between two batches; returns the version now served.
+        """Loads new weights; returns the version now served.
+
+        With ``in_flight_weights="next_turn"`` they load between two batches, bucket by bucket.
+        Otherwise every bucket is fetched first, and the weights load between two decode steps
+        of the batch under way (or at once, when none runs).
 
         Args:
             weights: a whole state dict, or a list of Ray object references to buckets of one
-                (:func:`~trainer.generation.fleet.weight_buckets`), loaded one at a time.
+                (:func:`~trainer.generation.fleet.weight_buckets`).
             version: the version number they become.
         """
         self._start_serving()
         assert self._busy is not None
+        if self.in_flight_weights != "next_turn":
+            return await self._load_in_flight(weights, version)
         async with self._busy:
             if isinstance(weights, Mapping):
                 await asyncio.to_thread(self.generator.update_weights, weights)
@@ -141,6 +171,56 @@ class GeneratorActor:
                     await asyncio.to_thread(self.generator.update_weights, bucket, strict=False)
             self.version = version
         return self.version
+
+    async def _load_in_flight(self, weights: Mapping[str, Any] | list[Any], version: int) -> int:
+        """Queues the weights for the running batch's thread, which loads them between two
+        decode steps; if no batch runs, loads them here once none can start."""
+        assert self._busy is not None
+        if isinstance(weights, Mapping):
+            parts = [(weights, True)]
+        else:
+            parts = [(await reference, False) for reference in weights]
+        loop = asyncio.get_running_loop()
+        loaded: asyncio.Future[int] = loop.create_future()
+
+        def done(served: int) -> None:
+            loop.call_soon_threadsafe(lambda: loaded.done() or loaded.set_result(served))
+
+        self._pending.put(parts, version, done)
+
+        async def load_between_batches() -> None:
+            assert self._busy is not None
+            async with self._busy:  # no batch runs: load what none has loaded
+                await asyncio.to_thread(self._load_pending)
+
+        task = loop.create_task(load_between_batches())
+        self._loaders.add(task)
+        task.add_done_callback(self._loaders.discard)
+        return await loaded
+
+    def _load_pending(self) -> bool:
+        return self._pending.apply(self.generator, self._set_version)
+
+    def _set_version(self, version: int) -> None:
+        self.version = version
+
+    def _decode(self, prompts: list[list[int]], params: SamplingParams) -> list[GenerationOutput]:
+        """One batch, in a worker thread: whole under one version (``next_turn``), or with
+        the weights that arrive loaded between its decode steps."""
+        if self.in_flight_weights == "next_turn":
+            outputs = self.generator.generate(prompts, params)
+            # weights load only between batches: this version sampled every token
+            for output in outputs:
+                output.weight_versions = [self.version] * len(output.token_ids)
+            return outputs
+        return decode_with_updates(
+            self.generator,
+            prompts,
+            params,
+            version=lambda: self.version,
+            load_pending=self._load_pending,
+            mode=self.in_flight_weights,
+        )
 
     async def pause(self) -> int:
         """Stops starting batches; returns once the running batch (if any) has ended, with the
@@ -197,16 +277,13 @@ class GeneratorActor:
                     seeded = replace(params, seed=self._seed) if params.temperature > 0 else params
                     try:
                         outputs = await asyncio.to_thread(
-                            self.generator.generate, [r.prompt for r in requests], seeded
+                            self._decode, [r.prompt for r in requests], seeded
                         )
                     except Exception as error:  # every waiting caller gets it
                         for request in requests:
                             if not request.future.done():
                                 request.future.set_exception(error)
                         continue
-                    # weights load only between batches: this version sampled every token
-                    for output in outputs:
-                        output.weight_versions = [self.version] * len(output.token_ids)
                 self.stats["batches"] += 1
                 self.stats["largest_batch"] = max(self.stats["largest_batch"], len(requests))
                 for request, output in zip(requests, outputs, strict=True):

@@ -137,6 +137,7 @@ class RayRollouts:
             backend=generation.backend,
             seed=config.train.seed,
             torch_threads=settings.generator_threads,
+            in_flight_weights=settings.in_flight_weights,
             **options,
         )
         placement = (
@@ -185,7 +186,6 @@ class RayRollouts:
             reward_pool=reward_pool,
         )  # fmt: skip
         self.eval_sampling = replace(sampling, temperature=0.0)  # greedy
-        self._groups_submitted = 0
         self._groups_collected = 0  # what a checkpoint keeps: a resumed run goes on from here
         self.last_staleness: list[int] = []  # weight versions behind, of the last step's groups
         self.token_staleness: dict[str, float] = {}  # of the last step's sampled tokens
@@ -205,13 +205,7 @@ class RayRollouts:
         the oldest complete ones.
         """
         per_step = self.config.env.groups_per_step
-        self.scheduler.drop_stale(version)
-        wanted = per_step * (self.config.rollout.async_generation_ratio + 1)
-        while self.scheduler.pending_groups < wanted:
-            number = self._groups_submitted
-            self.scheduler.submit(self._group_seed(number), group_id=number, version=version)
-            self._groups_submitted += 1
-        groups = self.scheduler.collect(per_step, version)
+        groups = self.scheduler.training_step(version, per_step, self._group_seed)
         self._groups_collected += len(groups)
         self.last_staleness = [version - g.version for g in groups]
         self._played = [t for g in groups for t in g.trajectories]
@@ -271,7 +265,8 @@ class RayRollouts:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Goes on numbering groups after the checkpoint's (a checkpoint written before this
         was kept starts from group 0)."""
-        self._groups_collected = self._groups_submitted = state.get("ray_groups_collected", 0)
+        self._groups_collected = state.get("ray_groups_collected", 0)
+        self.scheduler.groups_started = self._groups_collected
 
     def shutdown(self) -> None:
         """Aborts what runs, stops the actors, and stops Ray if this object started it."""

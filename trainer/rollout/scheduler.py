@@ -11,6 +11,8 @@ Asynchronous training: every group is tagged with the weight version it started 
 :meth:`RolloutScheduler.collect` returns only groups at most ``max_staleness`` versions old
 (ROLL's ``async_generation_ratio``); older ones, complete or not, are dropped and never trained
 on. With ``max_staleness=0`` rollout and training alternate, as in a synchronous trainer.
+:meth:`RolloutScheduler.training_step` holds the rule a training loop follows: drop the stale
+groups, keep ``max_staleness + 1`` steps' worth of groups running, take the oldest complete.
 With ``partial_rollouts`` no group is dropped: its episodes play on under each new version of
 the weights, and the staleness bound applies to each token instead (the caller masks the
 tokens sampled too long ago; each token's version is in ``Sample.weight_versions``). Dropping
@@ -36,7 +38,7 @@ Example:
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -106,6 +108,8 @@ class RolloutScheduler:
         self.max_staleness, self.max_retries = max_staleness, max_retries
         self.partial_rollouts = partial_rollouts
         self._groups: dict[int, Group] = {}
+        #: Groups :meth:`training_step` has started (a resumed run sets it to go on from there).
+        self.groups_started = 0
         self._owner: dict[Any, tuple[int, int]] = {}  # episode ref -> (group id, actor index)
         self._load = [0] * len(self.env_actors)
         self._deferred = DeferredRewards(reward_pool) if reward_pool is not None else None
@@ -174,6 +178,42 @@ class RolloutScheduler:
                 self._episode_ended(ready[0])
             elif deadline is not None and time.monotonic() >= deadline:
                 raise TimeoutError(f"no episode ended within {timeout_s} s")
+
+    def training_step(
+        self,
+        version: int,
+        per_step: int,
+        seed_of: Callable[[int], int],
+        total_groups: int | None = None,
+    ) -> list[Group]:
+        """One training step's groups, as an asynchronous run plays them.
+
+        Drops the groups too stale for ``version`` (none with ``partial_rollouts``), starts
+        groups until ``per_step * (max_staleness + 1)`` are running (the next ``max_staleness``
+        steps play ahead while this one trains; with 0, only this step's), then waits for the
+        oldest ``per_step`` complete ones. Groups are numbered from 0 in the order started
+        (:attr:`groups_started`); group ``n`` is reset with ``seed_of(n)``.
+
+        Args:
+            version: the weights' version now (new groups are tagged with it).
+            per_step: groups a step trains on.
+            seed_of: the reset seed of the ``n``-th group started.
+            total_groups: start no more than this many groups in all (``None``: no end); the
+                last steps then return what is left, fewer than ``per_step``.
+
+        Returns:
+            The complete groups, oldest first (empty once ``total_groups`` are all taken).
+        """
+        self.drop_stale(version)
+        wanted = per_step * (self.max_staleness + 1)
+        while self.pending_groups < wanted and (
+            total_groups is None or self.groups_started < total_groups
+        ):
+            number = self.groups_started
+            self.submit(seed_of(number), group_id=number, version=version)
+            self.groups_started += 1
+        take = min(per_step, self.pending_groups)
+        return self.collect(take, version) if take else []
 
     def rollout(self, seeds: Sequence[int], version: int = 0) -> list[Trajectory]:
         """Synchronous use: one group per seed (ids ``0..``), all trajectories in seed order."""

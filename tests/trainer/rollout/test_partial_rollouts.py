@@ -71,19 +71,8 @@ def _train(partial: bool) -> tuple[list, int]:
     scheduler = RolloutScheduler(
         [actor], group_size=2, max_staleness=BOUND, partial_rollouts=partial
     )
-    trained, version, submitted = [], 0, 0
-    while submitted < GROUPS or scheduler.pending_groups:
-        scheduler.drop_stale(version)
-        while submitted < GROUPS and scheduler.pending_groups < PER_STEP * (BOUND + 1):
-            scheduler.submit(seed=submitted, group_id=submitted, version=version)
-            submitted += 1
-        wanted = min(PER_STEP, scheduler.pending_groups)
-        if wanted == 0:
-            continue
-        try:
-            groups = scheduler.collect(wanted, version)
-        except ValueError:  # groups dropped on the way: fewer left than wanted
-            continue
+    trained, version = [], 0
+    while groups := scheduler.training_step(version, PER_STEP, lambda n: n, GROUPS):
         trained += groups
         time.sleep(UPDATE_S)
         version += 1

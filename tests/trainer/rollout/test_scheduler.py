@@ -120,6 +120,37 @@ def test_groups_older_than_the_staleness_bound_are_dropped(cluster):
         scheduler.collect(1, version=2)
 
 
+def test_a_training_step_keeps_the_next_steps_playing_and_drops_what_grew_too_stale(cluster):
+    scheduler = RolloutScheduler(_actors(cluster), group_size=2, max_staleness=1)
+    seeds = []
+
+    def seed_of(number):
+        seeds.append(number)
+        return 100 + number
+
+    first = scheduler.training_step(version=0, per_step=2, seed_of=seed_of)
+    # this step's 2 groups and the next step's 2 started, under version 0
+    assert seeds == [0, 1, 2, 3] and scheduler.groups_started == 4
+    assert len(first) == 2 and all(g.version == 0 for g in first)
+    assert all(g.seed == 100 + g.group_id for g in first)
+    assert scheduler.pending_groups == 2
+    # two versions on, the groups left from version 0 are too stale: dropped and replaced
+    second = scheduler.training_step(version=2, per_step=2, seed_of=seed_of)
+    assert scheduler.metrics["groups_dropped_stale"] == 2
+    assert seeds == [0, 1, 2, 3, 4, 5, 6, 7]
+    assert {g.group_id for g in second} <= {4, 5, 6, 7} and all(g.version == 2 for g in second)
+    scheduler.cancel_all()
+
+
+def test_training_steps_end_with_what_is_left_of_a_fixed_number_of_groups(cluster):
+    scheduler = RolloutScheduler(_actors(cluster), group_size=2, max_staleness=1)
+    taken = []
+    while groups := scheduler.training_step(0, per_step=2, seed_of=lambda n: n, total_groups=5):
+        taken.append(sorted(g.group_id for g in groups))
+    assert [len(step) for step in taken] == [2, 2, 1]
+    assert sorted(i for step in taken for i in step) == [0, 1, 2, 3, 4]
+
+
 def test_a_failed_episode_is_played_again(cluster):
     scheduler = RolloutScheduler(_actors(cluster, wrap=FirstEnvFails()), group_size=2)
     trajectories = scheduler.rollout([4])

@@ -77,9 +77,12 @@ def test_async_steps_train_on_groups_at_most_k_versions_old(tmp_path, local_ray)
     assert ray.is_initialized()  # the pipeline did not start Ray here, so it leaves it running
 
 
+@pytest.mark.parametrize("in_flight", ["next_turn", "recompute_prefix"])
 def test_lora_in_an_async_run_reaches_the_generators_own_copy_after_every_update(
-    tmp_path, local_ray
+    tmp_path, local_ray, in_flight
 ):
+    """``recompute_prefix`` gathers the pushed buckets and loads them between decode steps: the
+    replicas must end up with the same weights as when they load between batches."""
     from trainer.generation.base import SamplingParams
 
     config = load_config(
@@ -92,6 +95,7 @@ def test_lora_in_an_async_run_reaches_the_generators_own_copy_after_every_update
             "algorithm.off_policy_correction=tis",
             "model.lora={r: 4, alpha: 8}",
             "optim.lr=1e-2",
+            f"rollout.in_flight_weights={in_flight}",
         ],
     )
     pipeline = Pipeline(config, log=None)
