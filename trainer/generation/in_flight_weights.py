@@ -29,6 +29,8 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+import torch
+
 from trainer.generation.base import GenerationOutput, SamplingParams
 
 __all__ = ["IN_FLIGHT_MODES", "InFlightMode", "PendingWeights", "decode_with_updates"]
@@ -125,7 +127,8 @@ def decode_with_updates(
     live: set[Hashable] = set(range(len(replies)))
     while stream.busy:
         if load_pending() and mode == "recompute_prefix" and params.grammar is None:
-            _read_again(stream, replies, live, params)
+            with torch.inference_mode():  # aborting moves rows of the cache's tensors
+                _read_again(stream, replies, live, params)
         now = version()
         finished = stream.step()
         for key, _, _, _ in stream.sampled:
