@@ -319,7 +319,9 @@ def test_the_warm_start_bar_shows_the_time_that_ends_it_not_a_step_count(
 ):
     config = load_config(
         None,
-        [*BASE, "sft.batch_sequences=2", "sft.episodes=100000", f"train.output_dir={tmp_path}"],
+        # episodes enough that no machine's pace ends them within the hour: at 100,000 (50,000
+        # steps) a fast CPU's pace can, and the bar then rightly shows the step count
+        [*BASE, "sft.batch_sequences=2", "sft.episodes=1000000", f"train.output_dir={tmp_path}"],
     )
     lines: list[str] = []
     sft = OracleSFT(config, log=lines.append)
