@@ -27,7 +27,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import torch
 
@@ -36,7 +36,7 @@ from trainer.generation.base import GenerationOutput, SamplingParams
 __all__ = ["IN_FLIGHT_MODES", "InFlightMode", "PendingWeights", "decode_with_updates"]
 
 InFlightMode = Literal["next_turn", "keep_cache", "recompute_prefix"]
-IN_FLIGHT_MODES: tuple[str, ...] = ("next_turn", "keep_cache", "recompute_prefix")
+IN_FLIGHT_MODES: tuple[str, ...] = get_args(InFlightMode)
 
 
 @dataclass
@@ -61,10 +61,6 @@ class PendingWeights:
         """Queues a load of ``parts`` as ``version``; ``done(version)`` runs once applied."""
         with self._lock:
             self._loads.append(_Load(parts, version, done))
-
-    def __bool__(self) -> bool:
-        with self._lock:
-            return bool(self._loads)
 
     def apply(self, generator: Any, set_version: Callable[[int], None]) -> bool:
         """Loads every queued update into ``generator`` in order; returns whether any was."""
@@ -151,7 +147,7 @@ def _read_again(
 ) -> None:
     """Stops every reply whose prompt is in the cache and queues it again with its tokens so
     far appended to the prompt, so the new weights compute its whole cache."""
-    for key in sorted(live, key=int):
+    for key in sorted(live):
         if stream.is_waiting(key):  # not admitted yet: nothing cached under the old weights
             continue
         part = stream.abort(key)
