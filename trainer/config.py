@@ -367,7 +367,8 @@ class AlgorithmConfig(_Section):
     probs) and each token's loss weighted by ``pi_before / pi_sampler`` (the generator's log-
     probs); ``tis`` the same with the weight truncated at ``importance_cap`` (truncated
     importance sampling); ``none`` plain PPO against ``old_logprobs``. Both corrections
-    need ``old_logprobs=recompute``."""
+    need ``old_logprobs=recompute``; they read again only the rows the update keeps that hold
+    a token of older weights (a row the current weights drew already has their log-probs)."""
     importance_cap: float = Field(2.0, gt=1.0)
     """``tis``: the most a token's importance weight may be."""
     score_actions_only: bool = False

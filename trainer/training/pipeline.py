@@ -30,7 +30,7 @@ import copy
 import json
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -48,7 +48,7 @@ from trainer.generation.from_config import (
 )
 from trainer.models import load_model, load_tokenizer
 from trainer.rollout.rollouts import Rollouts
-from trainer.rollout.trajectory import Trajectory
+from trainer.rollout.trajectory import Sample, Trajectory
 from trainer.strategies import STRATEGIES
 from trainer.strategies.batch import TokenBatch
 from trainer.strategies.from_config import build_strategy, resolve_device
@@ -90,6 +90,26 @@ class _Scores:
     # the generator's log-probs, with algorithm.off_policy_correction (old_logprobs are then
     # the weights' before the update)
     behaviour_logprobs: list[torch.Tensor] | None = None
+    rows_recomputed: int = 0  # the rows a model pass read for their log-probs
+
+    def select(self, rows: list[int]) -> _Scores:
+        """The scores of the given rows (``rewards``, one an episode, stay whole)."""
+
+        def pick(values: list | None) -> list | None:
+            return None if values is None else [values[row] for row in rows]
+
+        return _Scores(
+            pick(self.sequences),
+            pick(self.masks),
+            pick(self.old_logprobs),
+            pick(self.values),
+            pick(self.ref_logprobs),
+            self.rewards,
+            pick(self.owner_of_sample),
+            pick(self.choices),
+            pick(self.behaviour_logprobs),
+            self.rows_recomputed,
+        )
 
 
 def _skipped_text(metrics: dict[str, float]) -> str:
@@ -406,23 +426,37 @@ class Pipeline:
                 self._log(f"step {step}: no episode to train on; no update")
             return {**self.rollouts.metrics(), **timings, **unscored}
 
+        samples = samples_of(trajectories)
+        masks = [torch.tensor(s.loss_mask, dtype=torch.float32) for s in samples]
+        owner_of_sample = [i for i, t in enumerate(trajectories) for _ in t.samples]
         clock = time.perf_counter()
-        scores = self._score(trajectories)
+        if self._credit_reads_the_model():
+            # the critic's values or the KL-charged returns decide the advantages: every row
+            # is read before the filters can run
+            scores = self._score(trajectories, rows=range(len(samples)))
+            rewards, values = scores.rewards, scores.values
+        else:  # the filters run on the returns alone; only the rows they keep are read
+            scores, values = None, None
+            rewards = torch.tensor([t.episode_return for t in trajectories], dtype=torch.float32)
+        credit = assign_credit(trajectories, rewards, algorithm, values)
+        keep, filter_metrics = self._keep(
+            trajectories, rewards, masks, owner_of_sample, credit.advantages
+        )
+        rows = [row for row, owner in enumerate(owner_of_sample) if keep[owner]]
+        scores = self._score(trajectories, rows) if scores is None else scores.select(rows)
         timings["time/logprobs"] = time.perf_counter() - clock
-        credit = assign_credit(trajectories, scores.rewards, algorithm, scores.values)
-        keep, filter_metrics = self._keep(trajectories, scores, credit.advantages)
-        rows = [row for row, owner in enumerate(scores.owner_of_sample) if keep[owner]]
         batch = TokenBatch(
             token_ids=scores.sequences,
             loss_mask=scores.masks,
-            advantages=credit.advantages,
+            advantages=[credit.advantages[row] for row in rows],
             old_logprobs=scores.old_logprobs,
             ref_logprobs=scores.ref_logprobs,
             old_values=scores.values,
-            returns=credit.returns,
+            returns=None if credit.returns is None else [credit.returns[row] for row in rows],
             choices=scores.choices,
             behaviour_logprobs=scores.behaviour_logprobs,
-        ).select(rows)
+        )
+        read = {"train/rows_recomputed": float(scores.rows_recomputed)}
 
         clock = time.perf_counter()
         update_metrics = self._update(batch, step)
@@ -431,50 +465,77 @@ class Pipeline:
         self._sync_weights(version=step)
         timings["time/weight_sync"] = time.perf_counter() - clock
         self.step = step
-        trained = torch.cat(
-            [a[m > 0] for a, m in zip(credit.advantages, scores.masks, strict=True)]
-        )
+        trained = torch.cat([a[m > 0] for a, m in zip(credit.advantages, masks, strict=True)])
         return {
             **self.rollouts.metrics(),
             **filter_metrics,
             **unscored,
             **update_metrics,
             **timings,
+            **read,
             "train/kept_episodes": float(keep.float().mean()),
             "train/advantage_abs_mean": float(trained.abs().mean()),
         }
 
-    def _score(self, trajectories: list[Trajectory]) -> _Scores:
-        """The trajectories' tokens with the log-probs they were sampled with (recomputed, or
-        the generator's), the critic's values, the reference's log-probs and the returns
-        (less the KL to the reference with ``kl_mode=reward``)."""
+    def _credit_reads_the_model(self) -> bool:
+        """Whether the advantages need a model pass: the critic's values (PPO), or the
+        reference's log-probs charged to the returns (``kl_mode=reward``)."""
         algorithm = self.config.algorithm
-        samples = samples_of(trajectories)
+        return ALGORITHMS[algorithm.name].needs_critic or (
+            algorithm.kl_coef > 0 and algorithm.kl_mode == "reward"
+        )
+
+    def _score(self, trajectories: list[Trajectory], rows: Sequence[int]) -> _Scores:
+        """The rows ``rows`` of the trajectories' samples with the log-probs they were sampled
+        with (recomputed, or the generator's), the critic's values, the reference's log-probs,
+        and the episodes' returns (less the KL to the reference with ``kl_mode=reward``).
+
+        Under an off-policy correction the log-probs before the update are those of the
+        weights the generator numbers ``self.step``: a row whose every sampled token those
+        weights drew already has them (its behaviour log-probs), so only the rows with an
+        older token are read again.
+        """
+        algorithm = self.config.algorithm
+        every_sample = samples_of(trajectories)
+        samples = [every_sample[row] for row in rows]
         sequences = [s.token_ids for s in samples]
         masks = [torch.tensor(s.loss_mask, dtype=torch.float32) for s in samples]
         choices = [s.choices for s in samples]
-        scored_among = {"choices": choices} if any(c is not None for c in choices) else {}
         needs_critic = ALGORITHMS[algorithm.name].needs_critic
+        generator_logprobs = [torch.tensor(s.logprobs, dtype=torch.float32) for s in samples]
         if algorithm.old_logprobs == "generator" and not needs_critic:
-            old_logprobs = [torch.tensor(s.logprobs, dtype=torch.float32) for s in samples]
-            values = None
+            to_read: list[int] = []
+        elif algorithm.off_policy_correction != "none" and not needs_critic:
+            to_read = [i for i, s in enumerate(samples) if not self._drawn_by_current(s)]
         else:  # the critic's values come from the same forward pass
-            old_logprobs, values = self.strategy.sequence_logprobs(
-                sequences, masks, with_values=needs_critic, **scored_among
+            to_read = list(range(len(samples)))
+        old_logprobs = list(generator_logprobs)
+        values = None
+        if to_read:
+            read, values = self.strategy.sequence_logprobs(
+                [sequences[i] for i in to_read],
+                [masks[i] for i in to_read],
+                with_values=needs_critic,
+                **self._among([choices[i] for i in to_read]),
             )
+            for i, logprobs in zip(to_read, read, strict=True):
+                old_logprobs[i] = logprobs
         behaviour_logprobs = None
         if algorithm.off_policy_correction != "none":
-            behaviour_logprobs = [torch.tensor(s.logprobs, dtype=torch.float32) for s in samples]
+            behaviour_logprobs = generator_logprobs
         ref_logprobs = None
-        if algorithm.kl_coef > 0:
-            ref_logprobs = self.strategy.reference_logprobs(sequences, masks, **scored_among)
+        if algorithm.kl_coef > 0 and samples:
+            ref_logprobs = self.strategy.reference_logprobs(
+                sequences, masks, **self._among(choices)
+            )
         owner_of_sample = [i for i, t in enumerate(trajectories) for _ in t.samples]
+        owner_of_sample = [owner_of_sample[row] for row in rows]
         rewards = torch.tensor([t.episode_return for t in trajectories], dtype=torch.float32)
         if ref_logprobs is not None and algorithm.kl_mode == "reward":
             # KL(pi || ref) summed over each episode's sampled tokens, charged to its return
-            for row, owner in enumerate(owner_of_sample):
-                kl = kl_penalty(old_logprobs[row], ref_logprobs[row], algorithm.kl_estimator)
-                rewards[owner] -= algorithm.kl_coef * float((kl * masks[row]).sum())
+            for i, owner in enumerate(owner_of_sample):
+                kl = kl_penalty(old_logprobs[i], ref_logprobs[i], algorithm.kl_estimator)
+                rewards[owner] -= algorithm.kl_coef * float((kl * masks[i]).sum())
         return _Scores(
             sequences,
             masks,
@@ -483,12 +544,32 @@ class Pipeline:
             ref_logprobs,
             rewards,
             owner_of_sample,
-            scored_among.get("choices"),
+            self._among(choices).get("choices"),
             behaviour_logprobs,
+            rows_recomputed=len(to_read),
         )
 
+    @staticmethod
+    def _among(choices: list) -> dict[str, list]:
+        """The ``choices`` keyword of a scoring call, where some token was sampled among few."""
+        return {"choices": choices} if any(c is not None for c in choices) else {}
+
+    def _drawn_by_current(self, sample: Sample) -> bool:
+        """Whether the weights the update starts from sampled every trained token of
+        ``sample``."""
+        versions = sample.weight_versions
+        if versions is None:
+            return False
+        drawn = [v for v, m in zip(versions, sample.loss_mask, strict=True) if m]
+        return all(v == self.step for v in drawn)
+
     def _keep(
-        self, trajectories: list[Trajectory], scores: _Scores, advantages: list[torch.Tensor]
+        self,
+        trajectories: list[Trajectory],
+        rewards: torch.Tensor,
+        masks: list[torch.Tensor],
+        owner_of_sample: list[int],
+        advantages: list[torch.Tensor],
     ) -> tuple[torch.Tensor, dict[str, float]]:
         """Which episodes the update trains on: StarPO-S's most varied groups
         (``algorithm.starpo_s_keep``), without the episodes whose advantage is 0 everywhere
@@ -497,14 +578,11 @@ class Pipeline:
         keep = torch.ones(len(trajectories), dtype=torch.bool)
         if algorithm.starpo_s_keep is not None:
             group_ids = torch.tensor([t.group_id for t in trajectories])
-            keep = starpo_s_filter(scores.rewards, group_ids, keep_fraction=algorithm.starpo_s_keep)
+            keep = starpo_s_filter(rewards, group_ids, keep_fraction=algorithm.starpo_s_keep)
         kept_before_zero_filter = int(keep.sum())
         if algorithm.skip_zero_advantage:
             keep &= nonzero_advantage_filter(
-                advantages,
-                scores.masks,
-                scores.owner_of_sample,
-                num_trajectories=len(trajectories),
+                advantages, masks, owner_of_sample, num_trajectories=len(trajectories)
             )
         return keep, {
             "train/starpo_s_dropped_episodes": float(len(trajectories) - kept_before_zero_filter),

@@ -133,6 +133,70 @@ def test_with_zero_advantages_skipped_the_entropy_term_moves_only_the_kept_episo
     assert any(not torch.equal(moved[n], p) for n, p in _trainable(plain).items())
 
 
+def _record_reads(pipeline: Pipeline) -> list[tuple[int, ...]]:
+    """The sequences each later call of ``strategy.sequence_logprobs`` reads."""
+    read: list[tuple[int, ...]] = []
+    score = pipeline.strategy.sequence_logprobs
+
+    def recording(sequences, masks, **kwargs):
+        read.extend(tuple(s) for s in sequences)
+        return score(sequences, masks, **kwargs)
+
+    pipeline.strategy.sequence_logprobs = recording
+    return read
+
+
+def test_only_the_rows_the_update_keeps_are_read_for_their_old_logprobs(tmp_path):
+    pipeline = _pipeline(
+        tmp_path, "algorithm.skip_zero_advantage=true", "algorithm.old_logprobs=recompute"
+    )
+    read = _record_reads(pipeline)
+    trained: list[tuple[int, ...]] = []
+    update = pipeline.strategy.train_step
+
+    def recording_update(batch):
+        trained.extend(tuple(s) for s in batch.token_ids)
+        return update(batch)
+
+    pipeline.strategy.train_step = recording_update
+    metrics = pipeline.train_step()
+    assert 0.0 < metrics["train/kept_episodes"] < 1.0  # some groups were left out
+    assert trained and sorted(read) == sorted(trained)
+    assert metrics["train/rows_recomputed"] == len(read)
+
+
+def test_under_a_correction_only_rows_with_a_token_of_older_weights_are_read_again(tmp_path):
+    pipeline = _pipeline(
+        tmp_path,
+        "algorithm.off_policy_correction=decoupled",
+        "algorithm.old_logprobs=recompute",
+        "algorithm.skip_zero_advantage=false",
+    )
+    pipeline.train_step()  # to version 1, so that version 0 is older weights
+    play = pipeline.rollouts.rollout
+    older: list[tuple[int, ...]] = []
+
+    def played_across_two_versions(step, version):
+        trajectories = play(step, version=version)
+        for i, trajectory in enumerate(trajectories):
+            for sample in trajectory.samples:
+                # odd episodes took their last sampled token from the older weights
+                sampled = [j for j, m in enumerate(sample.loss_mask) if m]
+                sample.weight_versions = [version if m else -1 for m in sample.loss_mask]
+                if i % 2:
+                    sample.weight_versions[sampled[-1]] = version - 1
+                    older.append(tuple(sample.token_ids))
+        return trajectories
+
+    pipeline.rollouts.rollout = played_across_two_versions
+    read = _record_reads(pipeline)
+    metrics = pipeline.train_step()
+    assert older and sorted(read) == sorted(older)
+    assert metrics["train/rows_recomputed"] == len(older)
+    # a row the current weights drew has its behaviour log-probs as the proximal ones
+    assert "policy/importance_weight_mean" in metrics
+
+
 def test_dynamic_sampling_replaces_uniform_groups_with_new_prompts(tmp_path):
     pipeline = _pipeline(
         tmp_path,
