@@ -16,6 +16,7 @@ Example:
 
 from rollenv.actions import AnswerFormat
 from rollenv.mixture import MixtureEnv, make_mixture
+from rollenv.multi_agent_registration import make_multi, multi_agent_ids, register_multi
 from rollenv.registration import (
     EnvSpec,
     EnvUnavailableError,
@@ -47,12 +48,15 @@ __all__ = [
     "UnknownEnvError",
     "make",
     "make_mixture",
+    "make_multi",
+    "multi_agent_ids",
     "pprint_registry",
     "RewardReport",
     "RewardTolerance",
     "check_reward",
     "register",
     "register_unavailable",
+    "register_multi",
     "registry",
     "spec",
     "text_space",

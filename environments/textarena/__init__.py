@@ -7,8 +7,11 @@ shows them. Registering imports neither TextArena nor the env: without TextArena
 game is unavailable with the command that installs it.
 
 Two- and multi-player games take ``agent_seat`` (default 0) and ``opponent`` (``"random"`` or
-``"openai:<base_url>:<model>"``). There is no oracle: TextArena ships no solvers and a game
-against an opponent has no sure win; the random policy's success is measured instead.
+``"openai:<base_url>:<model>"``), and are registered for ``rollenv.make_multi`` too: every seat
+open, under PettingZoo's AEC API (``environments.textarena.turn_based``). There is no oracle: a
+game against an opponent has no sure win, and the random policy's success is measured instead;
+Tic-tac-toe and Nim have solvers (``environments.textarena.solvers``) that play a seat of a
+``make_multi`` game.
 
 Example:
     >>> import rollenv
@@ -21,6 +24,7 @@ from __future__ import annotations
 import importlib.util
 
 ENTRY_POINT = "environments.textarena.env:TextArenaEnv"
+MULTI_AGENT_ENTRY_POINT = "environments.textarena.turn_based:TextArenaTurnBased"
 
 
 def register() -> None:
@@ -42,3 +46,11 @@ def register() -> None:
             kwargs={"game": game.textarena_id},
             description=description,
         )
+        if game.players > 1:  # every seat open: rollenv.make_multi
+            rollenv.register_multi(
+                game.rollenv_id,
+                MULTI_AGENT_ENTRY_POINT,
+                players=game.players,
+                kwargs={"game": game.textarena_id},
+                description=description,
+            )

@@ -109,8 +109,11 @@ def _quiet() -> _Quiet:
     return _Quiet()
 
 
-def _game_factory(game_id: str) -> tuple[Callable[[], Any], bool, bool]:
-    """Builds TextArena's env of ``game_id`` without its wrappers; whether they bracket, clip."""
+def _game_factory(
+    game_id: str, options: dict[str, Any] | None = None
+) -> tuple[Callable[[], Any], bool, bool]:
+    """Builds TextArena's env of ``game_id`` without its wrappers (``options`` over its
+    registered keyword arguments); whether the wrappers bracket, clip."""
     from textarena.envs.registration import ENV_REGISTRY
 
     spec = ENV_REGISTRY[game_id]
@@ -119,7 +122,7 @@ def _game_factory(game_id: str) -> tuple[Callable[[], Any], bool, bool]:
         game_class = getattr(importlib.import_module(module_name), class_name)
     wrappers = {w.__name__ for w in spec.default_wrappers or []}
     return (
-        functools.partial(game_class, **spec.kwargs),
+        functools.partial(game_class, **{**spec.kwargs, **(options or {})}),
         "ActionFormattingWrapper" in wrappers,
         "ClipCharactersActionWrapper" in wrappers,
     )
@@ -169,6 +172,9 @@ class TextArenaEnv(LibraryGameEnv):
         agent_seat: the agent's seat, from 0 to the game's players - 1.
         opponent: who plays the other seats: ``"random"`` or ``"openai:<base_url>:<model>"``
             (see ``environments.textarena.opponents``).
+        game_options: keyword arguments for TextArena's game over those its id registers
+            (``{"max_rounds": 1}``: one hand of ``KuhnPoker-v0``); a name the game does not
+            take is refused with the ones it does.
         answer_format, format_penalty, max_actions, render_mode: as ``TextEnv``'s.
     """
 
@@ -187,6 +193,7 @@ class TextArenaEnv(LibraryGameEnv):
         *,
         agent_seat: int = 0,
         opponent: str = "random",
+        game_options: dict[str, Any] | None = None,
         answer_format: AnswerFormat | dict[str, Any] | None = None,
         format_penalty: float = -0.1,
         max_actions: int | None = None,
@@ -216,9 +223,14 @@ class TextArenaEnv(LibraryGameEnv):
             )
         self.agent_seat = agent_seat
         self.opponent = make_opponent(opponent)
-        self._new_game, self._bracket, self._clip = _game_factory(game)
+        self._new_game, self._bracket, self._clip = _game_factory(game, game_options)
         with _quiet():
-            self._game = self._new_game()
+            try:
+                self._game = self._new_game()
+            except TypeError as error:
+                if not game_options:
+                    raise
+                raise ValueError(f"bad game_options for {game}: {error}") from None
         self._rng = GlobalRandomState(numpy=self.game.numpy_random)
         self._in_game = _Quiet(self._rng)  # stdout silenced and the private random state on
         self._prompts: dict[int, str] = {}
@@ -235,7 +247,11 @@ class TextArenaEnv(LibraryGameEnv):
     # ------------------------------------------------------------------ TextEnv's parts
     @property
     def instruction(self) -> str:
-        prompt = self._prompts.get(self.agent_seat, "")
+        return self.instruction_of(self.agent_seat)
+
+    def instruction_of(self, seat: int) -> str:
+        """The game's prompt to ``seat`` and how to write a move in the answer format."""
+        prompt = self._prompts.get(seat, "")
         examples = bracketed_tokens(prompt) or [
             move for template in self.game.moves[:1] for move in expand_template(template)[:1]
         ]
@@ -257,9 +273,17 @@ class TextArenaEnv(LibraryGameEnv):
         return self._words
 
     def _new_episode(self, rng: random.Random, options: dict[str, Any] | None) -> None:
-        self.textarena_seed = rng.randrange(1 << 31)
-        self._rng.seed(self.textarena_seed)
+        self.start_game(rng.randrange(1 << 31))
         self.opponent.reset(self.textarena_seed + 1)
+        with self._in_game:
+            self._play_opponents()
+            messages = self._take_messages(self.agent_seat)
+        self._last_observation = self._render(messages, self.agent_seat)
+
+    def start_game(self, seed: int) -> None:
+        """A new game of TextArena's from ``seed``, no seat's move played yet."""
+        self.textarena_seed = seed
+        self._rng.seed(seed)
         self._prompts, self._views, self._recent = {}, {}, {}
         self._done = False
         self._words = None
@@ -267,10 +291,7 @@ class TextArenaEnv(LibraryGameEnv):
         with self._in_game:
             # a new game each episode: some keep state across resets (SpiteAndMalice's deck)
             self._game = self._new_game()
-            self._game.reset(num_players=self.game.players, seed=self.textarena_seed)
-            self._play_opponents()
-            messages = self._take_messages(self.agent_seat)
-        self._last_observation = self._render(messages, self.agent_seat)
+            self._game.reset(num_players=self.game.players, seed=seed)
 
     def _observation(self) -> str:
         return self._last_observation
