@@ -119,6 +119,8 @@ class TurnBasedTextEnv(AECEnv):
         self._instructions: dict[str, str] = {}
         self.actions_taken = 0
         self.game_seed = 0
+        #: each seat's result once the game is over (empty before, and when it was cut short)
+        self.final_results: dict[str, float] = {}
         self._clear_bookkeeping()
 
     # ------------------------------------------------------------------ what a game writes
@@ -184,6 +186,7 @@ class TurnBasedTextEnv(AECEnv):
         self.agents = list(self.possible_agents)
         self._clear_bookkeeping()
         self.actions_taken = 0
+        self.final_results = {}
         self._start(self.game_seed)
         self._texts = {agent: "" for agent in self.possible_agents}
         self._notes = {}
@@ -224,6 +227,7 @@ class TurnBasedTextEnv(AECEnv):
             # a no-op: the seat is told why, above what it had been told before
             self._texts[agent], self._notes[agent] = seen, refusal
         if results is not None:
+            self.final_results = dict(zip(self.possible_agents, map(float, results), strict=True))
             for other, result in zip(self.possible_agents, results, strict=True):
                 self.rewards[other] += float(result)
                 self.terminations[other] = True

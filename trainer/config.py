@@ -176,6 +176,13 @@ class EnvConfig(_Section):
     """With ``action_format=tools``: how the model writes calls and how prompts show tools
     and results (``hermes``, ``llama3-json``, ``mistral``, ``smollm2``); ``auto`` takes
     ``hermes`` where the chat template has a tools branch of its own, else ``smollm2``."""
+    self_play: bool = False
+    """Self-play (``roll-agent train --self-play``): ``id`` is a game of several seats
+    (``rollenv.multi_agent_ids()``), built by ``rollenv.make_multi`` with ``kwargs``, and the
+    policy plays every seat of each game in the same batch; every seat's episodes are trained
+    on, grouped per seat (each seat's advantage against the same seat of the same start). The
+    evaluations play each seat greedily against a random player and, where the game has one,
+    its solver. Needs ``rollout.mode=local``, ``context=full`` and text actions."""
 
     @field_validator("mix", mode="before")
     @classmethod
@@ -233,6 +240,29 @@ class EnvConfig(_Section):
             raise ValueError(
                 "env.action_format=tools plays one env id; a mix acts in text (set "
                 "env.action_format=text, or train one id of the mix)"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _self_play_plays_one_game(self) -> EnvConfig:
+        if not self.self_play:
+            return self
+        clash = [
+            setting
+            for setting, clashes in (
+                ("env.mix", self.mix is not None),
+                ("env.context=window", self.context == "window"),
+                ("env.action_format=tools", self.action_format == "tools"),
+                ("env.curriculum", self.curriculum is not None),
+                ("env.eval_kwargs", bool(self.eval_kwargs)),
+                ("env.constrain_to_actions", self.constrain_to_actions),
+            )
+            if clashes
+        ]
+        if clash:
+            raise ValueError(
+                f"env.self_play plays one game in full context with text moves: it does not "
+                f"take {', '.join(clash)}"
             )
         return self
 
@@ -984,6 +1014,11 @@ class Config(_Section):
             raise ValueError(
                 "env.curriculum needs rollout.mode=local (the Ray env manager actors keep the "
                 "kwargs they were started with)"
+            )
+        if self.env.self_play and (self.rollout.mode != "local" or self.agent.function):
+            raise ValueError(
+                "env.self_play plays its games in this process with the built-in manager: set "
+                "rollout.mode=local and leave agent.function unset"
             )
         if self.algorithm.dynamic_sampling and self.rollout.mode != "local":
             raise ValueError(

@@ -63,6 +63,7 @@ NAV: list[tuple[str, Any]] = [
             ("Rewards", "environments/rewards.md"),
             ("Envs over the network", "environments/over-the-network.md"),
             ("Tool-calling agents", "environments/tool-calls.md"),
+            ("Multi-agent games and self-play", "environments/multi-agent.md"),
             ("Families", "@families"),
         ],
     ),

@@ -47,3 +47,11 @@ def test_random_players_play_every_game_to_its_end_the_same_way_from_the_same_se
     again = rollenv.make_multi(env_id)
     players = {agent: RandomSeatPolicy(seed=i) for i, agent in enumerate(env.possible_agents)}
     assert play_game(again, players, seed=3) == record
+
+
+@pytest.mark.parametrize("env_id", MULTI_AGENT_IDS)
+def test_a_seat_that_stalls_resigns_or_plays_illegal_moves_earns_nothing(env_id):
+    from rollenv.seat_reward_checker import check_seat_rewards
+
+    report = check_seat_rewards(rollenv.make_multi(env_id), games=4)
+    assert report.passed, report.table()

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import rollenv
+from rollenv.multi_agent_registration import multi_agent_spec
 from trainer.algorithms.registry import ALGORITHMS
 from trainer.cli.library_output import quiet_library_output
 from trainer.config import Config, ConfigError, load_config, preset_names
@@ -33,6 +34,9 @@ def config_from_args(args: argparse.Namespace) -> Config:
         preset = args.config
     elif args.env.lower() in preset_names():
         preset = args.env.lower()
+    elif getattr(args, "self_play", False):  # a game of several seats, by its multi-agent id
+        preset = None
+        overrides.append(f"env.id={multi_agent_spec(args.env).id}")
     else:
         preset = None
         overrides.append(f"env.id={rollenv.spec(args.env).id}")
@@ -61,6 +65,8 @@ def config_from_args(args: argparse.Namespace) -> Config:
         value = getattr(args, flag, None)
         if value is not None:
             overrides.append(f"{key}={value}")
+    if getattr(args, "self_play", False):
+        overrides.append("env.self_play=true")
     if getattr(args, "ray", False) or getattr(args, "ray_address", None):
         overrides.append("rollout.mode=ray")
     if getattr(args, "ray_address", None):

@@ -52,6 +52,12 @@ def add_train_command(commands: argparse._SubParsersAction) -> None:
         "through the gateway instead of the built-in env manager",
     )
     parser.add_argument(
+        "--self-play",
+        action="store_true",
+        help="env.self_play: the policy plays every seat of a game of several seats "
+        "(rollenv.multi_agent_ids() lists them) and learns from every seat",
+    )
+    parser.add_argument(
         "--ray",
         action="store_true",
         help="play episodes in env manager actors on Ray, a local cluster started for the run "

@@ -18,10 +18,12 @@ from typing import Any
 
 from trainer.config import Config
 from trainer.evaluation.held_out import GreedyEvaluation
+from trainer.evaluation.seat_matches import SeatMatches
 from trainer.generation.base import SamplingParams
 from trainer.rollout.env_manager import EnvManager
 from trainer.rollout.metrics import rollout_metrics
 from trainer.rollout.seeds import step_seeds
+from trainer.rollout.self_play import SelfPlayManager
 from trainer.rollout.trajectory import Trajectory
 from trainer.training.curriculum import Curriculum
 
@@ -70,10 +72,25 @@ class LocalRollouts:
     ) -> None:
         self.config = config
         self.generator = generator
-        self.manager = EnvManager.from_config(
-            config, tokenizer, generator, config.env.group_size, sampling, reward_pool=reward_pool
-        )
-        self.evaluation = GreedyEvaluation(config, tokenizer, generator, reward_pool=reward_pool)
+        self.manager: EnvManager | SelfPlayManager
+        self.evaluation: GreedyEvaluation | SeatMatches
+        if config.env.self_play:  # every seat the policy's; measured against fixed players
+            self.manager = SelfPlayManager.from_config(
+                config, tokenizer, generator, config.env.group_size, sampling
+            )
+            self.evaluation = SeatMatches(config, tokenizer, generator)
+        else:
+            self.manager = EnvManager.from_config(
+                config,
+                tokenizer,
+                generator,
+                config.env.group_size,
+                sampling,
+                reward_pool=reward_pool,
+            )
+            self.evaluation = GreedyEvaluation(
+                config, tokenizer, generator, reward_pool=reward_pool
+            )
         self.curriculum: Curriculum | None = None
         if config.env.curriculum is not None:
             knob = config.env.curriculum.kwarg

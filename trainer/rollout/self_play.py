@@ -1,0 +1,321 @@
+"""``SelfPlayManager``: plays games of several seats in which the policy sits in every seat.
+
+Each game is a ``rollenv.make_multi`` game (PettingZoo's AEC API). Every turn the manager asks
+the generator for one reply per running game, from the seat whose move that game waits for, in
+one batched call: the seats of all the games share the batch. Each seat of each game is its own
+episode, a ``Trajectory`` with one sample (``full`` context): its instruction and the text it
+was told since its last move as user messages, its replies as the trained tokens.
+
+A seat's reward is what the game gives it: the penalties of its refused moves and, at the end,
+its result. A reward reaches a seat when it is next to move (or when the game ends), and is
+credited to that seat's last reply.
+
+Groups are per seat: the ``group_size`` games of one seed give ``group_size`` episodes of
+``player_0`` (group ``group_id * players``), as many of ``player_1`` (``group_id * players +
+1``), and so on, so a group-relative estimator (GRPO, StarPO) compares a seat with the same
+seat of the same start (SPIRAL's role-conditioned baseline, per group).
+
+Seats given in ``opponents`` are played by those policies (a random player, a solver, an
+earlier checkpoint), and only the other seats are recorded: how a policy is measured against a
+fixed one.
+
+Example:
+    >>> from trainer.models import load_model  # doctest: +SKIP
+    >>> model, tokenizer = load_model("tiny-random")  # doctest: +SKIP
+    >>> manager = SelfPlayManager("textarena/TicTacToe-v0", tokenizer,
+    ...                           HFGenerator(model, tokenizer), group_size=2)  # doctest: +SKIP
+    >>> len(manager.rollout(seeds=[0, 1]))  # 2 seeds, 2 games each, 2 seats  # doctest: +SKIP
+    8
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+import rollenv
+from rollenv.multi_agent_registration import multi_agent_spec
+from rollenv.seat_policies import SeatPolicy
+from trainer.generation.base import GenerationOutput, Generator, SamplingParams
+from trainer.rollout.chat_tokens import ChatTokens
+from trainer.rollout.trajectory import Sample, Trajectory, Turn
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from trainer.config import Config
+
+
+@dataclass
+class _Seat:
+    """One seat's episode in one game (the manager's private bookkeeping)."""
+
+    agent: str
+    trajectory: Trajectory
+    tokens: list[int] = field(default_factory=list)
+    loss_mask: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    turn_of_token: list[int] = field(default_factory=list)
+    weight_versions: list[int] = field(default_factory=list)
+    ended_turn: bool = True  # its last reply ended with the end-of-turn token
+    result: float | None = None  # the game's result for it (None: the game was cut short)
+
+    def extend(self, ids: list[int], *, trained: bool, turn: int = -1, **sampled: Any) -> None:
+        n = len(ids)
+        self.tokens += ids
+        self.loss_mask += [int(trained)] * n
+        self.logprobs += list(sampled.get("logprobs") or [0.0] * n)
+        self.turn_of_token += [turn if trained else -1] * n
+        self.weight_versions += list(sampled.get("versions") or [-1] * n)
+
+
+@dataclass
+class _Game:
+    env: Any
+    seats: dict[str, _Seat]
+    done: bool = False
+    truncated: bool = False  # cut short by the game (its move limit, or an error)
+
+
+class SelfPlayManager:
+    """Plays groups of games of ``env_id`` with the policy in every seat (but ``opponents``').
+
+    Args:
+        env_id: a multi-agent id (``rollenv.multi_agent_ids()``).
+        tokenizer: the policy's tokenizer (its chat template builds the prompts).
+        generator: where the seats' replies come from.
+        env_kwargs: keyword arguments for ``rollenv.make_multi``.
+        group_size: games per seed.
+        max_turns: replies of one seat (penalised no-ops included) before its game is cut
+            (``finish_reason="max_turns"``).
+        sampling: sampling parameters of every reply.
+        max_context_tokens: a game whose next prompt for a seat would be longer ends
+            (``finish_reason="context"``).
+        opponents: seats played by a fixed policy instead of the generator (not recorded).
+    """
+
+    def __init__(
+        self,
+        env_id: str,
+        tokenizer: PreTrainedTokenizerBase,
+        generator: Generator,
+        *,
+        env_kwargs: dict[str, Any] | None = None,
+        group_size: int = 8,
+        max_turns: int = 10,
+        sampling: SamplingParams | None = None,
+        max_context_tokens: int = 4096,
+        opponents: dict[str, SeatPolicy] | None = None,
+    ) -> None:
+        self.env_id = multi_agent_spec(env_id).id
+        self.env_kwargs = dict(env_kwargs or {})
+        self.tokenizer = tokenizer
+        self.generator = generator
+        self.group_size = group_size
+        self.max_turns = max_turns
+        self.sampling = sampling or SamplingParams(stop_token_ids=(tokenizer.eos_token_id,))
+        self.max_context_tokens = max_context_tokens
+        self.chat = ChatTokens(tokenizer)
+        probe = rollenv.make_multi(self.env_id, **self.env_kwargs)
+        self.agents: list[str] = list(probe.possible_agents)
+        self.opponents = dict(opponents or {})
+        unknown = set(self.opponents) - set(self.agents)
+        if unknown:
+            raise ValueError(
+                f"opponents for seats {sorted(unknown)} that {self.env_id} does not have; its "
+                f"seats: {', '.join(self.agents)}"
+            )
+        self.trained = [agent for agent in self.agents if agent not in self.opponents]
+        if not self.trained:
+            raise ValueError("every seat has an opponent: no seat is left for the policy")
+        self._envs: list[Any] = [probe]
+        #: the last rollout's result of each trajectory's seat (``None``: its game was cut short)
+        self.last_results: list[float | None] = []
+
+    @classmethod
+    def from_config(
+        cls,
+        config: Config,
+        tokenizer: Any,
+        generator: Generator,
+        group_size: int,
+        sampling: SamplingParams | None = None,
+        *,
+        opponents: dict[str, SeatPolicy] | None = None,
+    ) -> SelfPlayManager:
+        """The manager ``config.env`` describes (``env.self_play``), ``group_size`` games a
+        seed."""
+        env = config.env
+        return cls(
+            env.id,
+            tokenizer,
+            generator,
+            env_kwargs=env.multi_agent_kwargs,
+            group_size=group_size,
+            max_turns=env.max_turns,
+            sampling=sampling,
+            max_context_tokens=env.max_context_tokens,
+            opponents=opponents,
+        )
+
+    def close(self) -> None:
+        for env in self._envs:
+            env.close()
+        self._envs = []
+
+    # ------------------------------------------------------------------ playing
+    def rollout(
+        self, seeds: list[int], group_ids: list[int] | None = None, **_: Any
+    ) -> list[Trajectory]:
+        """Plays ``group_size`` games per seed; returns one trajectory per trained seat of
+        each game, game by game in the order of ``seeds``, seats in seat order."""
+        group_ids = list(range(len(seeds))) if group_ids is None else list(group_ids)
+        if len(group_ids) != len(seeds):
+            raise ValueError("give one group id per seed")
+        while len(self._envs) < len(seeds) * self.group_size:
+            self._envs.append(rollenv.make_multi(self.env_id, **self.env_kwargs))
+        games = [
+            self._start(env, seeds[i // self.group_size], group_ids[i // self.group_size])
+            for i, env in enumerate(self._envs[: len(seeds) * self.group_size])
+        ]
+        # each pass plays one reply in every running game, and a game ends when a seat would
+        # reply more than max_turns times: at most max_turns passes per seat
+        for turn in range(self.max_turns * len(self.trained)):
+            waiting = [(game, self._advance(game)) for game in games if not game.done]
+            waiting = [(game, seat) for game, seat in waiting if seat is not None]
+            for game, seat in waiting:
+                if len(seat.trajectory.turns) >= self.max_turns:
+                    self._end(game, "max_turns")
+            waiting = [(game, seat) for game, seat in waiting if not game.done]
+            if not waiting:
+                break
+            prompts = [self._prompt(game, seat, turn) for game, seat in waiting]
+            playing = [(g, s, p) for (g, s), p in zip(waiting, prompts, strict=True) if p]
+            if not playing:
+                continue
+            outputs = self.generator.generate(
+                [prompt for _, _, prompt in playing], self._sampling_for_turn(turn)
+            )
+            for (game, seat, prompt), output in zip(playing, outputs, strict=True):
+                self._play(game, seat, turn, prompt, output)
+        for game in games:
+            if not game.done:
+                self._end(game, "max_turns")
+        seats = [game.seats[agent] for game in games for agent in self.trained]
+        self.last_results = [seat.result for seat in seats]
+        return [seat.trajectory for seat in seats]
+
+    def _start(self, env: Any, seed: int, group_id: int) -> _Game:
+        env.reset(seed=seed)
+        seats = {}
+        for index, agent in enumerate(self.agents):
+            if agent in self.opponents:
+                continue
+            trajectory = Trajectory(self.env_id, seed, group_id * len(self.agents) + index)
+            trajectory.instruction = env.observe(agent)["instruction"]
+            seats[agent] = _Seat(agent, trajectory)
+        return _Game(env, seats)
+
+    def _advance(self, game: _Game) -> _Seat | None:
+        """Plays the opponents' moves and the finished seats' steps until a trained seat is to
+        move (returned), or the game is over (``None``)."""
+        env = game.env
+        while env.agents:
+            agent = env.agent_selection
+            _, reward, terminated, truncated, _ = env.last()
+            if agent in game.seats:
+                self._credit(game.seats[agent], float(reward))
+            if terminated or truncated:
+                game.truncated |= truncated
+                env.step(None)
+                continue
+            if agent in self.opponents:
+                env.step(self.opponents[agent].reply(env, agent))
+                continue
+            return game.seats[agent]
+        self._end(game, "truncated" if game.truncated else "terminated")
+        return None
+
+    def _prompt(self, game: _Game, seat: _Seat, turn: int) -> list[int]:
+        """The seat's tokens so far and what it was told since its last reply; empty (and the
+        game ended) where that would outgrow ``max_context_tokens``."""
+        told = game.env.observe(seat.agent)
+        if not seat.tokens:
+            seat.trajectory.first_observation = told["text"]
+            messages = [
+                {"role": "system", "content": told["instruction"]},
+                {"role": "user", "content": told["text"]},
+            ]
+            following = self.chat.prompt(messages)
+        else:
+            following = self.chat.next_turn(told["text"], seat.ended_turn)
+        if len(seat.tokens) + len(following) > self.max_context_tokens:
+            self._end(game, "context")
+            return []
+        seat.extend(following, trained=False)
+        seat.trajectory.anchors_start.append(told["text"])
+        return seat.tokens
+
+    def _play(
+        self, game: _Game, seat: _Seat, turn: int, prompt: list[int], output: GenerationOutput
+    ) -> None:
+        reply = self.tokenizer.decode(output.token_ids, skip_special_tokens=True)
+        seat.extend(
+            list(output.token_ids),
+            trained=True,
+            turn=turn,
+            logprobs=output.logprobs,
+            versions=output.weight_versions,
+        )
+        seat.ended_turn = output.finish_reason == "stop"
+        game.env.step(reply)
+        valid = bool(game.env.infos.get(seat.agent, {}).get("action_is_valid", True))
+        seat.trajectory.turns.append(
+            Turn(
+                reply=reply,
+                reward=0.0,  # credited when the game next tells this seat its reward
+                anchor=seat.trajectory.anchors_start[-1],
+                metrics={"action_is_valid": valid, "action_is_effective": valid},
+                prompt_tokens=len(prompt) - len(output.token_ids),
+                response_tokens=len(output.token_ids),
+            )
+        )
+
+    def _credit(self, seat: _Seat, reward: float) -> None:
+        if reward and seat.trajectory.turns:
+            seat.trajectory.turns[-1].reward += reward
+
+    def _end(self, game: _Game, reason: str) -> None:
+        game.done = True
+        results = game.env.unwrapped.final_results if reason == "terminated" else {}
+        for seat in game.seats.values():
+            seat.result = results.get(seat.agent)
+            trajectory = seat.trajectory
+            trajectory.finish_reason = reason
+            if trajectory.turns:  # a win: the best result of the game, above someone's
+                trajectory.turns[-1].metrics["success"] = self._won(game, seat)
+            versions = seat.weight_versions
+            trajectory.samples = (
+                [
+                    Sample(
+                        seat.tokens,
+                        seat.loss_mask,
+                        seat.logprobs,
+                        seat.turn_of_token,
+                        weight_versions=versions if any(v >= 0 for v in versions) else None,
+                    )
+                ]
+                if any(seat.loss_mask)
+                else []
+            )
+
+    @staticmethod
+    def _won(game: _Game, seat: _Seat) -> bool:
+        results = game.env.unwrapped.final_results
+        mine = results.get(seat.agent)
+        return mine is not None and mine == max(results.values()) > min(results.values())
+
+    def _sampling_for_turn(self, turn: int) -> SamplingParams:
+        if self.sampling.seed is None:
+            return self.sampling
+        return replace(self.sampling, seed=self.sampling.seed + 1_000_003 * turn)
