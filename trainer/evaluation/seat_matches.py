@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import replace
 from typing import Any
@@ -21,10 +22,11 @@ from typing import Any
 import rollenv
 from rollenv.seat_policies import RandomSeatPolicy, SeatPolicy, SolverPolicy
 from trainer.config import Config
-from trainer.generation.from_config import sampling_params
+from trainer.generation.from_config import generator_for, sampling_params
 from trainer.rollout.metrics import rollout_metrics
 from trainer.rollout.self_play import SelfPlayManager
 from trainer.rollout.trajectory import Trajectory
+from trainer.strategies.from_config import resolve_device
 
 __all__ = ["SeatMatches", "outcome_shares"]
 
@@ -72,7 +74,17 @@ class SeatMatches:
                     config, tokenizer, generator, 1, greedy, opponents=opponents
                 )
         game.close()
+        self.generator = generator
         self.seconds = 0.0
+
+    @classmethod
+    def with_copy_of(cls, config: Config, model: Any, tokenizer: Any) -> SeatMatches:
+        """Matches played with a copy of ``model`` (keep it current with
+        ``generator.update_weights``), for the warm start, which has no generator."""
+        device = resolve_device(config.train.device)
+        return cls(
+            config, tokenizer, generator_for(config, copy.deepcopy(model), tokenizer, device)
+        )
 
     def __call__(self) -> dict[str, float]:
         """The ``eval/`` metrics of one round of matches."""

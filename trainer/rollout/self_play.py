@@ -83,7 +83,8 @@ class SelfPlayManager:
     Args:
         env_id: a multi-agent id (``rollenv.multi_agent_ids()``).
         tokenizer: the policy's tokenizer (its chat template builds the prompts).
-        generator: where the seats' replies come from.
+        generator: where the seats' replies come from (``None`` if every rollout passes a
+            ``policy``).
         env_kwargs: keyword arguments for ``rollenv.make_multi``.
         group_size: games per seed.
         max_turns: replies of one seat (penalised no-ops included) before its game is cut
@@ -98,7 +99,7 @@ class SelfPlayManager:
         self,
         env_id: str,
         tokenizer: PreTrainedTokenizerBase,
-        generator: Generator,
+        generator: Generator | None,
         *,
         env_kwargs: dict[str, Any] | None = None,
         group_size: int = 8,
@@ -137,7 +138,7 @@ class SelfPlayManager:
         cls,
         config: Config,
         tokenizer: Any,
-        generator: Generator,
+        generator: Generator | None,
         group_size: int,
         sampling: SamplingParams | None = None,
         *,
@@ -150,7 +151,7 @@ class SelfPlayManager:
             env.id,
             tokenizer,
             generator,
-            env_kwargs=env.multi_agent_kwargs,
+            env_kwargs=env.kwargs,
             group_size=group_size,
             max_turns=env.max_turns,
             sampling=sampling,
@@ -165,10 +166,22 @@ class SelfPlayManager:
 
     # ------------------------------------------------------------------ playing
     def rollout(
-        self, seeds: list[int], group_ids: list[int] | None = None, **_: Any
+        self,
+        seeds: list[int],
+        group_ids: list[int] | None = None,
+        policy: SeatPolicy | None = None,
+        **_: Any,
     ) -> list[Trajectory]:
         """Plays ``group_size`` games per seed; returns one trajectory per trained seat of
-        each game, game by game in the order of ``seeds``, seats in seat order."""
+        each game, game by game in the order of ``seeds``, seats in seat order.
+
+        Args:
+            seeds: one reset seed per group.
+            group_ids: one id per group (defaults to the position in ``seeds``).
+            policy: if given, it writes the trained seats' replies instead of the generator
+                (e.g. ``SolverPolicy``), tokenised and closed with the end-of-turn token: the
+                same prompts and samples as RL, for a supervised warm start.
+        """
         group_ids = list(range(len(seeds))) if group_ids is None else list(group_ids)
         if len(group_ids) != len(seeds):
             raise ValueError("give one group id per seed")
@@ -193,9 +206,14 @@ class SelfPlayManager:
             playing = [(g, s, p) for (g, s), p in zip(waiting, prompts, strict=True) if p]
             if not playing:
                 continue
-            outputs = self.generator.generate(
-                [prompt for _, _, prompt in playing], self._sampling_for_turn(turn)
-            )
+            if policy is not None:
+                outputs = [self._policy_reply(policy, game, seat) for game, seat, _ in playing]
+            elif self.generator is None:
+                raise ValueError("this SelfPlayManager has no generator: pass a policy")
+            else:
+                outputs = self.generator.generate(
+                    [prompt for _, _, prompt in playing], self._sampling_for_turn(turn)
+                )
             for (game, seat, prompt), output in zip(playing, outputs, strict=True):
                 self._play(game, seat, turn, prompt, output)
         for game in games:
@@ -254,7 +272,7 @@ class SelfPlayManager:
             return []
         seat.extend(following, trained=False)
         seat.trajectory.anchors_start.append(told["text"])
-        return seat.tokens
+        return list(seat.tokens)
 
     def _play(
         self, game: _Game, seat: _Seat, turn: int, prompt: list[int], output: GenerationOutput
@@ -276,10 +294,15 @@ class SelfPlayManager:
                 reward=0.0,  # credited when the game next tells this seat its reward
                 anchor=seat.trajectory.anchors_start[-1],
                 metrics={"action_is_valid": valid, "action_is_effective": valid},
-                prompt_tokens=len(prompt) - len(output.token_ids),
+                prompt_tokens=len(prompt),
                 response_tokens=len(output.token_ids),
             )
         )
+
+    def _policy_reply(self, policy: SeatPolicy, game: _Game, seat: _Seat) -> GenerationOutput:
+        text = policy.reply(game.env, seat.agent)
+        ids = self.tokenizer.encode(text, add_special_tokens=False) + [self.chat.end_of_turn_id]
+        return GenerationOutput(token_ids=ids, logprobs=[0.0] * len(ids), finish_reason="stop")
 
     def _credit(self, seat: _Seat, reward: float) -> None:
         if reward and seat.trajectory.turns:

@@ -25,15 +25,19 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from rollenv.policies import oracle_for
+from rollenv.seat_policies import SolverPolicy
 from trainer.config import Config
 from trainer.evaluation.held_out import GreedyEvaluation
+from trainer.evaluation.seat_matches import SeatMatches
 from trainer.models import load_model, load_tokenizer
 from trainer.rollout.env_manager import EnvManager
 from trainer.rollout.seeds import step_seeds
+from trainer.rollout.self_play import SelfPlayManager
 from trainer.rollout.trajectory import Sample
 from trainer.strategies import STRATEGIES
 from trainer.strategies.batch import TokenBatch
@@ -135,8 +139,14 @@ class OracleSFT:
         else:  # the train workers load their own copies
             model, self.tokenizer = None, load_tokenizer(config.model.name)
         self.strategy = build_strategy(config, model, self.tokenizer.pad_token_id, lr=config.sft.lr)
-        # no generator: the oracle writes every reply
-        self.manager = EnvManager.from_config(config, self.tokenizer, None, group_size=1)
+        # no generator: the oracle (a game's solver, in self-play) writes every reply
+        self.manager: EnvManager | SelfPlayManager
+        if config.env.self_play:
+            self.manager = SelfPlayManager.from_config(config, self.tokenizer, None, 1)
+            self._oracle: Any = SolverPolicy(seed=config.train.seed)
+        else:
+            self.manager = EnvManager.from_config(config, self.tokenizer, None, group_size=1)
+            self._oracle = oracle_for
         state = None
         if resume_from is not None:
             state = json.loads((Path(resume_from) / STATE_FILE).read_text())
@@ -180,7 +190,7 @@ class OracleSFT:
             self.episodes_seen = start + len(chunk)
             if index <= skip and sft.epochs == 1:
                 continue
-            samples = samples_of(self.manager.rollout(chunk, policy=oracle_for))
+            samples = samples_of(self.manager.rollout(chunk, policy=self._oracle))
             if sft.epochs > 1:
                 kept += samples
             if index > skip:
@@ -370,7 +380,7 @@ def _minutes_to_s(minutes: float | None) -> float | None:
     return None if minutes is None else 60 * minutes
 
 
-def _warm_start_evaluation(config: Config, sft: OracleSFT) -> GreedyEvaluation | None:
+def _warm_start_evaluation(config: Config, sft: OracleSFT) -> GreedyEvaluation | SeatMatches | None:
     """Greedy evaluation with a copy of the warm start's model, if the run asks for any
     (``train.eval_before`` or ``train.eval_every_minutes``) and the model is in this process
     (a distributed strategy's train workers hold theirs: no evaluation in its warm start)."""
@@ -378,4 +388,6 @@ def _warm_start_evaluation(config: Config, sft: OracleSFT) -> GreedyEvaluation |
     model = getattr(sft.strategy, "model", None)
     if not wanted or model is None:
         return None
+    if config.env.self_play:
+        return SeatMatches.with_copy_of(config, model, sft.tokenizer)
     return GreedyEvaluation.with_copy_of(config, model, sft.tokenizer)
