@@ -8,6 +8,8 @@ read by the store and the page.
   as done instead of being played twice.
 * ``Provenance``: where a result came from (versions, commit, hardware, command).
 * ``TrainingPoint``: one evaluation point of a ``roll-agent train`` run (the learning curve).
+* ``MatchRecord``: one game of several seats between rated players, every seat's moves in
+  order (``leaderboard.ratings`` rates the players from them).
 
 Example:
     >>> from leaderboard.records import EpisodeRecord, TurnRecord
@@ -36,6 +38,8 @@ __all__ = [
     "EpisodeSummary",
     "EvalIdentity",
     "EvalSummary",
+    "MatchMove",
+    "MatchRecord",
     "Provenance",
     "TrainingPoint",
     "TurnRecord",
@@ -178,6 +182,58 @@ class TrainingPoint:
     step: int
     metrics: Mapping[str, float]
     recorded_at: float
+
+
+@dataclass(frozen=True)
+class MatchMove:
+    """One move of a match.
+
+    Attributes:
+        seat: the seat that moved (0, 1, ...).
+        told: what the seat had been told since its previous move.
+        reply: its reply.
+    """
+
+    seat: int
+    told: str
+    reply: str
+
+
+@dataclass(frozen=True)
+class MatchRecord:
+    """One game between rated players.
+
+    Attributes:
+        game: the multi-agent id (``"textarena/TicTacToe-v0"``).
+        seed: the game's reset seed.
+        players: who sat in each seat, by seat (``"random"``, ``"solver"``, a checkpoint,
+            ``"openai:<model>"``).
+        results: each seat's result, by seat; ``None`` for every seat of a game cut short.
+        moves: every move, in order.
+        played_at: seconds since the epoch.
+    """
+
+    game: str
+    seed: int
+    players: tuple[str, ...]
+    results: tuple[float | None, ...]
+    moves: tuple[MatchMove, ...] = ()
+    played_at: float = 0.0
+
+    def to_json(self) -> str:
+        return json.dumps(_jsonable(asdict(self)), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> MatchRecord:
+        data = json.loads(text)
+        return cls(
+            game=data["game"],
+            seed=data["seed"],
+            players=tuple(data["players"]),
+            results=tuple(data["results"]),
+            moves=tuple(MatchMove(**move) for move in data["moves"]),
+            played_at=data["played_at"],
+        )
 
 
 # ------------------------------------------------------------------ what the store reads back

@@ -15,7 +15,7 @@ Example:
     >>> with engine.begin() as conn:
     ...     migrate(conn, current_version(conn))
     ...     current_version(conn) == LATEST
-    (0, 1)
+    (0, 2)
     True
 """
 
@@ -34,6 +34,7 @@ __all__ = [
     "current_version",
     "episodes",
     "evals",
+    "matches",
     "metadata",
     "migrate",
     "ratings",
@@ -126,6 +127,21 @@ ratings = sa.Table(
 )
 
 
+#: One game between rated players; ``record`` is ``MatchRecord.to_json()``.
+matches = sa.Table(
+    "matches",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("game", sa.Text, nullable=False),
+    sa.Column("seed", sa.BigInteger, nullable=False),
+    sa.Column("players", sa.Text, nullable=False),  # JSON list, by seat
+    sa.Column("results", sa.Text, nullable=False),  # JSON list, by seat
+    sa.Column("record", sa.Text, nullable=False),
+    sa.Column("played_at", sa.Float, nullable=False),
+    sa.Index(None, "game"),
+)
+
+
 @dataclass(frozen=True)
 class Migration:
     """One step of the schema.
@@ -145,9 +161,14 @@ def _create_version_1(conn: sa.Connection) -> None:
     metadata.create_all(conn, tables=[evals, episodes, training_points, ratings])
 
 
+def _create_version_2(conn: sa.Connection) -> None:
+    metadata.create_all(conn, tables=[matches])
+
+
 #: Every step, in order; a database at version N has had the first N applied.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "evals, episodes, training points and ratings", _create_version_1),
+    Migration(2, "matches between rated players", _create_version_2),
 )
 
 #: The newest schema version this code knows.

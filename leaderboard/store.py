@@ -53,6 +53,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.pool import StaticPool
 
 from leaderboard import schema
+from leaderboard.ratings import PlayerRating, rate
 from leaderboard.records import (
     Board,
     BoardRow,
@@ -61,6 +62,7 @@ from leaderboard.records import (
     EpisodeSummary,
     EvalIdentity,
     EvalSummary,
+    MatchRecord,
     Provenance,
     TrainingPoint,
     _jsonable,
@@ -530,7 +532,95 @@ class ResultStore:
         with self._transaction(write=True) as conn:
             conn.execute(upsert)
 
+    def add_matches(self, records: Sequence[MatchRecord]) -> list[PlayerRating]:
+        """Records games between rated players, and rates again every player of their games
+        from all of that game's matches (``leaderboard.ratings``).
+
+        Returns:
+            The new ratings of the games' players, best first (by ``mu - 3 sigma``).
+        """
+        rows = [
+            {
+                "game": r.game,
+                "seed": r.seed,
+                "players": _dumps(list(r.players)),
+                "results": _dumps(list(r.results)),
+                "record": r.to_json(),
+                "played_at": r.played_at,
+            }
+            for r in records
+        ]
+        games = sorted({r.game for r in records})
+        with self._transaction(write=True) as conn:
+            if rows:
+                conn.execute(sa.insert(schema.matches), rows)
+            table = []
+            for game in games:
+                table += self._rate_game(conn, game)
+        return sorted(table, key=lambda r: r.conservative, reverse=True)
+
+    def _rate_game(self, conn: sa.Connection, game: str) -> list[PlayerRating]:
+        m = schema.matches.c
+        played = conn.execute(sa.select(m.record).where(m.game == game).order_by(m.id)).scalars()
+        table = rate(MatchRecord.from_json(text) for text in played)
+        conn.execute(sa.delete(schema.ratings).where(schema.ratings.c.game == game))
+        if table:
+            now = time.time()
+            conn.execute(
+                sa.insert(schema.ratings),
+                [
+                    {
+                        "model": r.player,
+                        "game": game,
+                        "mu": r.mu,
+                        "sigma": r.sigma,
+                        "games": r.games,
+                        "updated_at": now,
+                    }
+                    for r in table.values()
+                ],
+            )
+        return list(table.values())
+
     # ------------------------------------------------------------------ reading
+    def rated_games(self) -> list[str]:
+        """The games that have rated players, sorted."""
+        with self._transaction() as conn:
+            query = sa.select(schema.ratings.c.game).distinct().order_by(1)
+            return list(conn.execute(query).scalars())
+
+    def ratings(self, game: str) -> list[PlayerRating]:
+        """The players of ``game``, best first (by ``mu - 3 sigma``)."""
+        r = schema.ratings.c
+        with self._transaction() as conn:
+            rows = conn.execute(sa.select(schema.ratings).where(r.game == game)).all()
+        table = [PlayerRating(row.model, row.mu, row.sigma, row.games) for row in rows]
+        return sorted(table, key=lambda rating: rating.conservative, reverse=True)
+
+    def matches(self, game: str, player: str | None = None) -> list[tuple[int, MatchRecord]]:
+        """The matches of ``game`` (with ``player`` in a seat), by id, in the order played."""
+        with self._transaction() as conn:
+            rows = conn.execute(
+                sa.select(schema.matches.c.id, schema.matches.c.record)
+                .where(schema.matches.c.game == game)
+                .order_by(schema.matches.c.id)
+            ).all()
+        found = [(row.id, MatchRecord.from_json(row.record)) for row in rows]
+        return [(i, m) for i, m in found if player is None or player in m.players]
+
+    def match(self, match_id: int) -> MatchRecord:
+        """One match, by id.
+
+        Raises:
+            StoreError: no match has that id.
+        """
+        with self._transaction() as conn:
+            m = schema.matches.c
+            text = conn.scalar(sa.select(m.record).where(m.id == match_id))
+        if text is None:
+            raise StoreError(f"no match with id {match_id} in {self._target.where}")
+        return MatchRecord.from_json(text)
+
     def suites(self) -> list[tuple[str, int]]:
         """The ``(suite, version)`` pairs that have evaluations, sorted."""
         with self._transaction() as conn:

@@ -1,9 +1,12 @@
 """``roll-agent leaderboard serve`` / ``leaderboard export``: the results database as a web page.
-They never import torch: they need only the ``[leaderboard]`` extra.
+They never import torch: they need only the ``[leaderboard]`` extra. ``leaderboard rate`` plays
+round-robin matches of a two-player game and rates the players (a model player needs the
+``[train]`` extra).
 
 Example:
     $ roll-agent leaderboard export site
     $ roll-agent leaderboard serve --port 8080
+    $ roll-agent leaderboard rate textarena/TicTacToe-v0 random solver --games 10
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ __all__ = [
     "add_leaderboard_command",
     "open_store",
     "run_leaderboard_export",
+    "run_leaderboard_rate",
     "run_leaderboard_serve",
 ]
 
@@ -45,6 +49,25 @@ def add_leaderboard_command(commands: argparse._SubParsersAction) -> None:
     export.add_argument("directory", metavar="DIR", help="where DIR/index.html goes")
     export.add_argument("--db", help="the results database (default as for eval)")
     export.set_defaults(handler=run_leaderboard_export)
+    rate = actions.add_parser(
+        "rate",
+        help="play round-robin matches of a two-player game and rate the players",
+        description="Every ordered pair of PLAYERs meets --games times (seeds 0..N-1); each "
+        "game is stored with every move, and the game's players are rated again from all "
+        "its matches (OpenSkill: mu, and mu +- 2 sigma).",
+    )
+    rate.add_argument("game", help="a multi-agent id, e.g. textarena/TicTacToe-v0")
+    rate.add_argument(
+        "players",
+        nargs="+",
+        metavar="PLAYER",
+        help="random, solver, or a model (a checkpoint's model folder, or tiny-random)",
+    )
+    rate.add_argument(
+        "--games", type=non_negative_int, default=10, help="games per ordered pair (10)"
+    )
+    rate.add_argument("--db", help="the results database (default as for eval)")
+    rate.set_defaults(handler=run_leaderboard_rate)
 
 
 @contextlib.contextmanager
@@ -89,6 +112,25 @@ def run_leaderboard_export(args: argparse.Namespace) -> int:
         except OSError as error:
             raise UsageError(f"cannot write {args.directory}: {error}") from None
     print(f"wrote {index} (open it in a browser; no server needed)")
+    return 0
+
+
+def run_leaderboard_rate(args: argparse.Namespace) -> int:
+    """``roll-agent leaderboard rate GAME PLAYER...``: the matches, stored, and the ratings."""
+    from rollenv import UnknownEnvError
+    from trainer.evaluation.tournament import round_robin
+
+    with open_store(args.db) as store:
+        try:
+            records = round_robin(args.game, args.players, args.games)
+        except (ValueError, UnknownEnvError) as error:
+            raise UsageError(str(error)) from None
+        table = store.add_matches(records)
+    print(f"{len(records)} games of {args.game} stored in {store.url}")
+    print(f"{'player':<40} {'mu':>7} {'mu +- 2 sigma':>17} {'games':>6}")
+    for rating in table:
+        low, high = rating.interval
+        print(f"{rating.player:<40} {rating.mu:>7.2f} {low:>8.2f}..{high:<7.2f} {rating.games:>6}")
     return 0
 
 

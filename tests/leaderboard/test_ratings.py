@@ -1,0 +1,75 @@
+"""Ratings of the players of two-player games: OpenSkill from the matches, stored with every
+game, and the round robin that plays them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("openskill")
+pytest.importorskip("sqlalchemy")
+
+from leaderboard.ratings import rate  # noqa: E402
+from leaderboard.records import MatchMove, MatchRecord  # noqa: E402
+from leaderboard.store import ResultStore  # noqa: E402
+
+TTT = "textarena/TicTacToe-v0"
+
+
+def _match(players, results, seed=0):
+    return MatchRecord(TTT, seed, tuple(players), tuple(results), (MatchMove(0, "", "x"),), 1.0)
+
+
+def test_a_player_who_always_wins_is_rated_above_one_who_always_loses_and_surer_with_games():
+    few = rate([_match(("a", "b"), (1.0, -1.0), s) for s in range(2)])
+    many = rate([_match(("a", "b"), (1.0, -1.0), s) for s in range(30)])
+    assert many["a"].mu > many["b"].mu and few["a"].mu > few["b"].mu
+    assert many["a"].sigma < few["a"].sigma  # more games, a narrower interval
+    assert many["a"].games == 30
+    low, high = many["a"].interval
+    assert low < many["a"].mu < high and many["a"].conservative < low
+
+
+def test_draws_between_two_players_leave_them_level_and_games_cut_short_rate_nobody():
+    table = rate([_match(("a", "b"), (0.0, 0.0), s) for s in range(10)])
+    assert table["a"].mu == pytest.approx(table["b"].mu)
+    cut = rate([_match(("a", "b"), (None, None)), _match(("a", "a"), (1.0, -1.0))])
+    assert cut == {}  # a game cut short, and a player against itself, rate nobody
+
+
+def test_the_store_keeps_every_match_and_rates_the_games_players_from_all_of_them(tmp_path):
+    with ResultStore(tmp_path / "results.db") as store:
+        first = store.add_matches([_match(("solver", "random"), (1.0, -1.0), s) for s in range(3)])
+        assert [r.player for r in first] == ["solver", "random"]
+        store.add_matches([_match(("random", "solver"), (-1.0, 1.0), s) for s in range(3)])
+        table = store.ratings(TTT)
+        assert [r.player for r in table] == ["solver", "random"]
+        assert table[0].games == 6  # rated again from all six matches
+        assert store.rated_games() == [TTT]
+        played = store.matches(TTT, player="solver")
+        assert len(played) == 6
+        match_id, record = played[-1]
+        assert store.match(match_id) == record and record.players == ("random", "solver")
+
+
+def test_a_round_robin_of_random_play_and_the_solver_rates_the_solver_first(tmp_path: Path):
+    pytest.importorskip("pettingzoo")
+    pytest.importorskip("textarena")
+    from trainer.cli.main import main
+    from trainer.evaluation.tournament import round_robin
+
+    records = round_robin(TTT, ["random", "solver"], games=3)
+    assert len(records) == 6
+    for record in records:
+        solver_seat = record.players.index("solver")
+        assert record.results[solver_seat] >= 0  # the solver never loses
+        assert [m.seat for m in record.moves] == [i % 2 for i in range(len(record.moves))]
+    with pytest.raises(ValueError, match="two or more different players"):
+        round_robin(TTT, ["random", "random"], games=1)
+    db = tmp_path / "results.db"
+    assert (
+        main(["leaderboard", "rate", TTT, "random", "solver", "--games", "3", "--db", str(db)]) == 0
+    )
+    with ResultStore(db) as store:
+        assert [r.player for r in store.ratings(TTT)] == ["solver", "random"]

@@ -1,0 +1,147 @@
+"""Round-robin matches among the players of a game of several seats, for the leaderboard's
+ratings (``roll-agent leaderboard rate``).
+
+A player is named by a string:
+
+* ``random``: one of the game's candidate moves, at random;
+* ``solver``: the game's perfect player, where it has one;
+* a model folder (a checkpoint's ``model/``) or a model name (``tiny-random``,
+  ``smollm2-135m``): the model, greedy, in its own chat with the game (its instruction, what its
+  seat was told, its replies).
+
+Every ordered pair of players meets ``games`` times (seeds ``0 .. games - 1``), each taking the
+first seat in its half, so each seat's advantage evens out. Each game is a
+``leaderboard.records.MatchRecord`` with every move and what the mover had been told.
+
+Example:
+    >>> records = round_robin("textarena/TicTacToe-v0", ["random", "solver"], games=2)
+    >>> len(records), sorted({r.players for r in records})
+    (4, [('random', 'solver'), ('solver', 'random')])
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import rollenv
+from leaderboard.records import MatchMove, MatchRecord
+from rollenv.seat_policies import RandomSeatPolicy, SeatPolicy, SolverPolicy
+
+__all__ = ["ModelSeatPolicy", "round_robin", "seat_policy"]
+
+
+class ModelSeatPolicy:
+    """A model playing a seat greedily, in a chat of its own per game.
+
+    Args:
+        name: a model folder or name (``trainer.models.load_model``).
+        max_new_tokens: the most tokens of a reply.
+        seed: the model's seed (a random model's weights).
+    """
+
+    def __init__(self, name: str, max_new_tokens: int = 64, seed: int = 0) -> None:
+        from trainer.generation import HFGenerator, SamplingParams
+        from trainer.models import load_model
+        from trainer.rollout.chat_tokens import ChatTokens
+
+        model, self.tokenizer = load_model(name, seed=seed)
+        self.generator = HFGenerator(model, self.tokenizer)
+        self.chat = ChatTokens(self.tokenizer)
+        self.sampling = SamplingParams(
+            max_new_tokens=max_new_tokens,
+            temperature=0.0,
+            stop_token_ids=(self.tokenizer.eos_token_id,),
+        )
+        self._chats: dict[tuple[int, str], list[dict[str, str]]] = {}
+
+    def new_game(self) -> None:
+        """Forgets the chats of the games played before."""
+        self._chats = {}
+
+    def reply(self, env: Any, agent: str) -> str:
+        told = env.observe(agent)
+        chat = self._chats.setdefault(
+            (id(env), agent), [{"role": "system", "content": told["instruction"]}]
+        )
+        chat.append({"role": "user", "content": told["text"]})
+        [output] = self.generator.generate([self.chat.prompt(chat)], self.sampling)
+        reply = self.tokenizer.decode(output.token_ids, skip_special_tokens=True)
+        chat.append({"role": "assistant", "content": reply})
+        return reply
+
+
+def seat_policy(name: str, seed: int = 0) -> SeatPolicy:
+    """The player ``name`` stands for (see the module docstring)."""
+    if name == "random":
+        return RandomSeatPolicy(seed=seed)
+    if name == "solver":
+        return SolverPolicy(seed=seed)
+    return ModelSeatPolicy(name, seed=seed)
+
+
+def round_robin(
+    game: str,
+    players: Sequence[str],
+    games: int,
+    *,
+    make_player: Callable[[str], SeatPolicy] = seat_policy,
+    on_match: Callable[[MatchRecord], None] | None = None,
+) -> list[MatchRecord]:
+    """Plays every ordered pair of ``players`` ``games`` times in a two-seat ``game``.
+
+    Args:
+        game: a multi-agent id of two seats.
+        players: the players' names (see the module docstring), at least two, all different.
+        games: games per ordered pair.
+        make_player: builds a player from its name (each player is built once).
+        on_match: called with each match as it ends.
+
+    Raises:
+        ValueError: fewer than two players, a name given twice, or a game of more seats.
+    """
+    if len(players) < 2 or len(set(players)) < len(players):
+        raise ValueError(f"a round robin needs two or more different players, got {players}")
+    env = rollenv.make_multi(game)
+    if len(env.possible_agents) != 2:
+        raise ValueError(f"{game} has {len(env.possible_agents)} seats; a round robin plays two")
+    if "solver" in players and env.unwrapped.solver() is None:
+        raise ValueError(f"{game} has no solver: leave 'solver' out of the players")
+    built = {name: make_player(name) for name in players}
+    records = []
+    for first, second in itertools.permutations(players, 2):
+        for seed in range(games):
+            record = _play(env, game, seed, (first, second), built)
+            records.append(record)
+            if on_match is not None:
+                on_match(record)
+    env.close()
+    return records
+
+
+def _play(
+    env: Any, game: str, seed: int, names: tuple[str, ...], built: dict[str, SeatPolicy]
+) -> MatchRecord:
+    for name in names:
+        getattr(built[name], "new_game", lambda: None)()
+    env.reset(seed=seed)
+    moves = []
+    cut_short = False
+    for agent in env.agent_iter():
+        _, _, terminated, truncated, _ = env.last()
+        if terminated or truncated:
+            cut_short |= truncated
+            env.step(None)
+            continue
+        seat = env.possible_agents.index(agent)
+        told = env.observe(agent)["text"]
+        reply = built[names[seat]].reply(env, agent)
+        moves.append(MatchMove(seat, told, reply))
+        env.step(reply)
+    final = env.unwrapped.final_results
+    results = tuple(
+        None if cut_short or not final else final[agent] for agent in env.possible_agents
+    )
+    return MatchRecord(game, seed, names, results, tuple(moves), time.time())
