@@ -8,6 +8,7 @@ Example:
     >>> class Empty:
     ...     def suites(self): return []
     ...     def training_runs(self): return {}
+    ...     def rated_games(self): return []
     >>> with tempfile.TemporaryDirectory() as folder:
     ...     "No results yet" in export_site(Empty(), folder).read_text()
     True

@@ -1,5 +1,6 @@
-"""What one rendering of the site reads from the store, read once: every suite's board and the
-training runs, with the ways the pages look them up (by model, by env, by run).
+"""What one rendering of the site reads from the store, read once: every suite's board, the
+training runs and the rated games, with the ways the pages look them up (by model, by env, by
+run).
 
 The served app builds a fresh ``Catalog`` per request, so every page shows the store as it is
 now; the export builds one for the whole site.
@@ -14,14 +15,16 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
+from leaderboard.ratings import PlayerRating
 from leaderboard.records import (
     Board,
     BoardRow,
     EpisodeRecord,
     EpisodeSummary,
+    MatchRecord,
     TrainingPoint,
 )
 from leaderboard.site.formatting import checkpoint_of
@@ -42,18 +45,29 @@ class ResultReader(Protocol):
 
     def training_runs(self) -> Mapping[str, Sequence[TrainingPoint]]: ...
 
+    def rated_games(self) -> list[str]: ...
+
+    def ratings(self, game: str) -> list[PlayerRating]: ...
+
+    def matches(self, game: str, player: str | None = None) -> list[tuple[int, MatchRecord]]: ...
+
+    def match(self, match_id: int) -> MatchRecord: ...
+
 
 @dataclass(frozen=True)
 class Catalog:
-    """Every board (suites by name, newest version first) and every training run.
+    """Every board (suites by name, newest version first), every training run and every rated
+    game.
 
     Attributes:
         boards: one per (suite, version).
         runs: run id -> its evaluation points, by step.
+        ratings: game -> its players' ratings, best first.
     """
 
     boards: tuple[Board, ...]
     runs: Mapping[str, tuple[TrainingPoint, ...]]
+    ratings: Mapping[str, tuple[PlayerRating, ...]] = field(default_factory=dict)
 
     @classmethod
     def read(cls, store: ResultReader) -> Catalog:
@@ -64,7 +78,8 @@ class Catalog:
             run_id: tuple(sorted(points, key=lambda point: (point.step, point.env_id)))
             for run_id, points in sorted(store.training_runs().items())
         }
-        return cls(boards, runs)
+        ratings = {game: tuple(store.ratings(game)) for game in store.rated_games()}
+        return cls(boards, runs, ratings)
 
     def models(self) -> dict[str, list[tuple[Board, BoardRow]]]:
         """Model name -> its rows, board by board (a model may have several evaluations)."""

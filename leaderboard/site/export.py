@@ -7,6 +7,7 @@ Example:
     >>> class Empty:
     ...     def suites(self): return []
     ...     def training_runs(self): return {}
+    ...     def rated_games(self): return []
     >>> with tempfile.TemporaryDirectory() as folder:
     ...     index = export_site(Empty(), folder)
     ...     index.name, sorted(p.name for p in (index.parent / "static").iterdir())

@@ -37,14 +37,19 @@ from leaderboard.site.grids import family_of, palette_for
 from leaderboard.site.transcript import turns_of
 from leaderboard.store import StoreError
 
-__all__ = ["OVERALL_RULE", "PageNotFound", "Site", "not_found_page"]
+__all__ = ["MATCHES_LISTED", "OVERALL_RULE", "PageNotFound", "Site", "not_found_page"]
+
+#: the newest matches a game's ratings page lists (every match has its page)
+MATCHES_LISTED = 200
 
 #: the overall score's rule, as the page states it
 OVERALL_RULE = (
     "Overall: the mean of the per-env success rates over every env of the suite; "
     "rows missing an env have none and rank last."
 )
-_PAGE = re.compile(r"^(?P<kind>models|envs|runs|episodes)/(?P<name>[^/]+)\.html$")
+_PAGE = re.compile(
+    r"^(?P<kind>models|envs|runs|episodes|ratings|matches)/(?P<name>[^/]+)\.html$"
+)
 
 _TEMPLATES = jinja2.Environment(
     loader=jinja2.PackageLoader("leaderboard.site", "templates"),
@@ -64,6 +69,8 @@ _TEMPLATES.globals.update(
     env_path=paths.env_path,
     run_path=paths.run_path,
     episode_path=paths.episode_path,
+    ratings_path=paths.ratings_path,
+    match_path=paths.match_path,
     family_of=family_of,
     overall_rule=OVERALL_RULE,
 )
@@ -108,7 +115,8 @@ class Site:
 
     # ------------------------------------------------------------------ the site's pages
     def paths(self) -> Iterator[str]:
-        """Every page's path: the index, then models, envs, runs and episodes."""
+        """Every page's path: the index, then models, envs, runs, episodes, rated games and
+        their matches."""
         yield paths.INDEX
         yield from (paths.model_path(model) for model in self.catalog.models())
         yield from (paths.env_path(env_id) for env_id in self.catalog.env_ids())
@@ -118,6 +126,10 @@ class Site:
                 for env_id in board.env_ids:
                     for summary in self._episodes(row.evaluation.eval_id, env_id):
                         yield paths.episode_path(summary.episode_id)
+        for game in self.catalog.ratings:
+            yield paths.ratings_path(game)
+            for match_id, _ in self._store.matches(game):
+                yield paths.match_path(match_id)
 
     def render(self, path: str) -> str:
         """The HTML of the page at ``path`` (relative to the root; ``""`` is the index).
@@ -137,8 +149,13 @@ class Site:
             return self._env(name)
         if kind == "runs":
             return self._run(name)
+        if kind == "ratings":
+            return self._ratings(name)
         if not name.isdigit():
-            raise PageNotFound(f"There is no episode {name!r}: episodes are numbered.")
+            one = {"matches": "match", "episodes": "episode"}[kind]
+            raise PageNotFound(f"There is no {one} {name!r}: {kind} are numbered.")
+        if kind == "matches":
+            return self._match(int(name))
         return self._episode(int(name))
 
     # ------------------------------------------------------------------ one page each
@@ -160,6 +177,7 @@ class Site:
             runs=runs,
             models=list(self.catalog.models()),
             env_ids=self.catalog.env_ids(),
+            rated_games=list(self.catalog.ratings),
         )
 
     def _model(self, name: str) -> str:
@@ -217,6 +235,33 @@ class Site:
         run_id = self._by_slug(self.catalog.runs, name, "training run")
         return self._page(
             "run.html", paths.run_path(run_id), title=run_id, run=self._run_view(run_id)
+        )
+
+    def _ratings(self, name: str) -> str:
+        game = self._by_slug(self.catalog.ratings, name, "rated game")
+        played = self._store.matches(game)
+        return self._page(
+            "ratings.html",
+            paths.ratings_path(game),
+            title=f"Ratings · {game}",
+            game=game,
+            ratings=self.catalog.ratings[game],
+            matches=list(reversed(played))[:MATCHES_LISTED],
+            played=len(played),
+        )
+
+    def _match(self, match_id: int) -> str:
+        try:
+            record = self._store.match(match_id)
+        except StoreError:
+            raise PageNotFound(f"No match {match_id} is stored on this leaderboard.") from None
+        return self._page(
+            "match.html",
+            paths.match_path(match_id),
+            title=f"{record.game} seed {record.seed} · {' vs '.join(record.players)}",
+            match=record,
+            match_id=match_id,
+            rated=record.game in self.catalog.ratings,
         )
 
     def _episode(self, episode_id: int) -> str:

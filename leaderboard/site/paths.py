@@ -2,7 +2,7 @@
 
 Every page is addressed by a path relative to the site's root (``index.html``,
 ``models/oracle.html``, ``envs/SimpleSokoban-v0.html``, ``runs/<run>.html``,
-``episodes/12.html``); a page links to another through ``root_of(page) + path``, so the same
+``episodes/12.html``, ``ratings/<game>.html``, ``matches/3.html``); a page links to another through ``root_of(page) + path``, so the same
 links work from ``file://`` and from any URL prefix the server sits under.
 
 Example:
@@ -23,7 +23,9 @@ __all__ = [
     "INDEX",
     "env_path",
     "episode_path",
+    "match_path",
     "model_path",
+    "ratings_path",
     "root_of",
     "run_path",
     "slug",
@@ -72,3 +74,13 @@ def episode_path(episode_id: int) -> str:
 def root_of(page: str) -> str:
     """The relative prefix from ``page`` back to the site's root."""
     return "../" * page.count("/")
+
+
+def ratings_path(game: str) -> str:
+    """The ratings of the players of a game of several seats, and their matches."""
+    return f"ratings/{slug(game)}.html"
+
+
+def match_path(match_id: int) -> str:
+    """The viewer of one stored match: every seat's moves."""
+    return f"matches/{int(match_id)}.html"

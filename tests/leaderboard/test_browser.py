@@ -25,6 +25,7 @@ from leaderboard.site import export_site, make_app
 from leaderboard.store import ResultStore
 from leaderboard.suites import SuiteEnv
 from trainer.evaluation.suite import BaselinePlayer
+from trainer.evaluation.tournament import round_robin
 
 CHROMIUM = Path("/usr/bin/chromium")
 if not CHROMIUM.exists():
@@ -51,6 +52,7 @@ ARGS = [
 ENVS = ("SimpleSokoban-v0", "FrozenLake-v0")
 SEEDS = range(4)
 RUN = "sokoban-run-1"
+GAME = "textarena/TicTacToe-v0"
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -92,6 +94,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ResultStore]:
             store.add_training_point(
                 TrainingPoint(RUN, "tiny-random", env_id, step, metrics, 1.7e9 + step)
             )
+    store.add_matches(round_robin(GAME, ["random", "solver"], games=3))
     yield store
     store.close()
 
@@ -256,6 +259,31 @@ def test_episode_viewer_steps_through_sokoban(watched: Watched, base: str) -> No
     assert indicator.inner_text() == f"turn {turns} of {turns}"
     assert page.locator("#next").is_disabled()
     assert page.locator(".turn:not([hidden]) .grid td.box-on-target").count() >= 1
+    assert watched.problems == []
+
+
+def test_ratings_of_a_game_and_a_match_with_both_seats_turns(watched: Watched, base: str) -> None:
+    page = watched.page
+    page.goto(base + "index.html")
+    page.click(f'#ratings a:text("{GAME}")')
+    page.wait_for_load_state("load")
+    rows = page.locator("#ratings tbody tr")
+    assert [rows.nth(k).get_attribute("data-player") for k in range(rows.count())] == [
+        "solver",
+        "random",
+    ]
+    interval = page.locator('#ratings tr[data-player="solver"] td.interval').inner_text()
+    low, high = (float(x) for x in interval.split(" – "))
+    mu = float(page.locator('#ratings tr[data-player="solver"] td:nth-child(3)').inner_text())
+    assert low < mu < high
+    page.click("ul.matches a >> nth=0")
+    page.wait_for_load_state("load")
+    assert page.locator("#seats tbody tr").count() == 2
+    seats = {page.locator(".move").nth(k).get_attribute("data-seat") for k in range(2)}
+    assert seats == {"0", "1"}  # the first two moves, one of each seat
+    first = page.locator(".move.seat-0").first.bounding_box()
+    second = page.locator(".move.seat-1").first.bounding_box()
+    assert first is not None and second is not None and first["x"] < second["x"]
     assert watched.problems == []
 
 

@@ -29,17 +29,26 @@ from leaderboard.site import export_site, make_app, serve_site
 from leaderboard.site.charts import Bar, env_chart
 from leaderboard.site.grids import Grid, Text, segments
 from leaderboard.site.pages import OVERALL_RULE
-from leaderboard.site.paths import env_path, episode_path, model_path, run_path
+from leaderboard.site.paths import (
+    env_path,
+    episode_path,
+    match_path,
+    model_path,
+    ratings_path,
+    run_path,
+)
 from leaderboard.site.transcript import reply_of
 from leaderboard.stats import wilson_interval
 from leaderboard.store import ResultStore
 from leaderboard.suites import SuiteEnv
 from rollenv.policies import RandomPolicy
 from trainer.evaluation.suite import BaselinePlayer
+from trainer.evaluation.tournament import round_robin
 
 SOKOBAN, LAKE, CODE, SHOP = "SimpleSokoban-v0", "FrozenLake-v0", "CodeSandbox-v0", "WebShop-v0"
 HOSTILE = '<script>alert("pwned")</script><img src=x onerror=alert(1)>'
 RUN = "sokoban-run-1"
+TTT = "textarena/TicTacToe-v0"
 
 
 # ---------------------------------------------------------------------------- boards
@@ -187,6 +196,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> ResultStore:
                 RUN, "tiny-random", SOKOBAN, step, {"success": rate, "return": rate * 10}, 1.7e9
             )
         )
+    store.add_matches(round_robin(TTT, ["random", "solver"], games=2))
     yield store
     store.close()
 
@@ -248,6 +258,26 @@ def test_every_relative_link_resolves(site: Path, store: ResultStore) -> None:
                 continue
             target = (site / path).parent / link.split("#")[0]
             assert target.resolve().is_file(), f"{path} links to {link}, which is missing"
+
+
+def test_a_rated_game_has_its_ratings_page_and_every_match_its_viewer(
+    site: Path, store: ResultStore
+) -> None:
+    every = pages(site)
+    stored = store.matches(TTT)
+    assert len(stored) == 4  # two games a seat
+    assert {ratings_path(TTT), *(match_path(i) for i, _ in stored)} <= set(every)
+    assert ratings_path(TTT) in " ".join(parsed(every["index.html"]).links)
+    ratings = every[ratings_path(TTT)]
+    assert ratings.index('data-player="solver"') < ratings.index('data-player="random"')
+    solver = store.ratings(TTT)[0]
+    assert f"{solver.interval[0]:.2f} – {solver.interval[1]:.2f}" in ratings
+    match_id, record = stored[0]
+    viewer = every[match_path(match_id)]
+    assert viewer.count('class="move seat-0"') + viewer.count('class="move seat-1"') == len(
+        record.moves
+    )
+    assert 'data-seat="0"' in viewer and 'data-seat="1"' in viewer
 
 
 def test_index_ranks_and_states_the_rule(site: Path) -> None:
