@@ -221,7 +221,8 @@ class MatchRecord:
     played_at: float = 0.0
 
     def to_json(self) -> str:
-        return json.dumps(_jsonable(asdict(self)), sort_keys=True)
+        """The record as one JSON string (what the store keeps)."""
+        return json.dumps(asdict(self), sort_keys=True, default=_jsonable)
 
     @classmethod
     def from_json(cls, text: str) -> MatchRecord:

@@ -586,7 +586,8 @@ class ResultStore:
     def rated_games(self) -> list[str]:
         """The games that have rated players, sorted."""
         with self._transaction() as conn:
-            query = sa.select(schema.ratings.c.game).distinct().order_by(1)
+            game = schema.ratings.c.game
+            query = sa.select(game).distinct().order_by(game)
             return list(conn.execute(query).scalars())
 
     def ratings(self, game: str) -> list[PlayerRating]:

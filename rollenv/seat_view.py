@@ -10,26 +10,25 @@ Example:
     >>> import rollenv
     >>> env = rollenv.make("KuhnPoker-v0")  # one hand against the equilibrium player
     >>> obs, info = env.reset(seed=0)
-    >>> "Your card is" in info["instruction"], obs
+    >>> "Your card is" in info["instruction"], obs.splitlines()[-1]
     (True, 'Your move: check or bet.')
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Hashable
 from typing import Any, ClassVar
 
 from rollenv.actions import AnswerFormat
+from rollenv.library_game_env import LibraryGameEnv, MoveOutcome
 from rollenv.multi_agent_registration import make_multi
 from rollenv.seat_policies import RandomSeatPolicy, SeatPolicy, SolverPolicy
-from rollenv.text_env import TextEnv
 from rollenv.turn_based_env import seat_name
 
 OPPONENTS = ("random", "solver")
 
 
-class SeatView(TextEnv):
+class SeatView(LibraryGameEnv):
     """One seat of ``rollenv.make_multi(game)``, the other seats played by ``opponent``.
 
     Args:
@@ -42,6 +41,7 @@ class SeatView(TextEnv):
     """
 
     free_form: ClassVar[bool] = True
+    library: ClassVar[str] = "the multi-agent game"
     tool_name = "move"
     tool_argument = "move"
     tool_description = "Makes a move in the game, written as the rules say."
@@ -83,7 +83,7 @@ class SeatView(TextEnv):
         self.opponent = opponent
         self._others: SeatPolicy = RandomSeatPolicy() if opponent == "random" else SolverPolicy()
         self._reward = 0.0  # the agent's seat's reward since its last move
-        self._over = False
+        self._refused = False  # the game refused the agent's last move
 
     @property
     def instruction(self) -> str:
@@ -97,30 +97,22 @@ class SeatView(TextEnv):
         seed = rng.randrange(1 << 31)
         self._others.rng.seed(seed + 1)
         self.game.reset(seed=seed)
-        self._over = False
+        self._refused = False
         self._play_others()
 
     def _observation(self) -> str:
+        if self._refused:  # a refused move is a no-op: the reason is in the step's info
+            return self._last_observation
         return self.game.observe(self.agent)["text"] or "(nothing yet)"
 
-    def _parse_action(self, text: str) -> Hashable | None:
-        return text
-
-    def _apply(self, action: Any) -> tuple[float, bool]:
-        if self._over:  # a step after the end changes nothing
-            return self.format_penalty, False
-        self.game.step(self.answer_format.wrap(str(action)))
-        valid = self.game.infos.get(self.agent, {}).get("action_is_valid", True)
+    def _play_move(self, move: str) -> MoveOutcome:
+        self.game.step(self.answer_format.wrap(move))
+        info = self.game.infos.get(self.agent, {})
+        valid = bool(info.get("action_is_valid", True))
+        self._refused = not valid
         self._play_others()
-        return self._reward, bool(valid)
-
-    def _solved(self) -> bool:
-        results = self.game.final_results
-        mine = results.get(self.agent)
-        return mine is not None and mine == max(results.values()) > min(results.values())
-
-    def _failed(self) -> bool:
-        return self._over and not self._solved()
+        reason = {"illegal_move_reason": info["illegal_move_reason"]} if not valid else {}
+        return MoveOutcome(self._reward, valid=valid, effective=valid, info=reason)
 
     def _reset_info(self) -> dict[str, Any]:
         return {"agent_seat": self.agent, "game_seed": self.game.game_seed}
@@ -141,4 +133,7 @@ class SeatView(TextEnv):
             if agent == self.agent:
                 return
             game.step(self._others.reply(game, agent))
-        self._over = True
+        results = game.final_results
+        mine = results.get(self.agent)
+        won = mine is not None and mine == max(results.values()) > min(results.values())
+        self._end_episode(success=won, cut_short=not results)

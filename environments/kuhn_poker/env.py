@@ -108,7 +108,10 @@ class KuhnPokerEnv(TurnBasedTextEnv):
     def _start(self, seed: int) -> None:
         first, second = random.Random(seed).sample(CARDS, 2)
         self.hand = Hand((first, second))
-        self._told = {0: ["Your move: check or bet."], 1: []}
+        self._told = {
+            seat: [f"Your card is {CARD_NAMES[card]}."] for seat, card in enumerate(self.hand.cards)
+        }
+        self._told[0].append("Your move: check or bet.")
 
     def _seat_to_move(self) -> int:
         return len(self.hand.moves) % 2

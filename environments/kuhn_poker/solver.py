@@ -32,10 +32,7 @@ import itertools
 import random
 from collections.abc import Callable
 from fractions import Fraction
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from environments.kuhn_poker.env import Hand
+from typing import Any
 
 J, Q, K = 0, 1, 2
 CARDS = (J, Q, K)
@@ -94,7 +91,9 @@ class KuhnPokerSolver:
     def __init__(self, alpha: Fraction = Fraction(1, 6)) -> None:
         self.strategy = equilibrium(alpha)
 
-    def move(self, hand: Hand, seat: int, rng: random.Random) -> str:
+    def move(self, hand: Any, seat: int, rng: random.Random) -> str:
+        """The move of ``seat`` in ``hand`` (``KuhnPokerEnv.state_of_game``: its ``cards`` and
+        ``moves`` so far)."""
         history = " ".join(hand.moves)
         aggressive = rng.random() < self.strategy(history, hand.cards[seat])
         if history in (FIRST_BETS, SECOND_BETS):

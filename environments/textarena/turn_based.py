@@ -79,10 +79,14 @@ class TextArenaTurnBased(TurnBasedTextEnv):
         return solver() if solver is not None else None
 
     def candidate_moves(self, agent: str) -> list[str]:
-        """Moves ``agent`` might make now, read from what the game listed or from the game's
-        move templates (``environments.textarena.moves``); the game may refuse some. What a
-        random player picks from."""
-        return self.table._candidates(self.possible_agents.index(agent))
+        """Moves ``agent`` might make now: those the game accepts, tried on a copy of it (up to
+        8), as the single-agent env's ``action_words`` are; where the game refuses moves on
+        hidden grounds, or accepts none tried, its untried candidates. What a random player
+        picks from."""
+        table = self.table
+        table.agent_seat, table._words = self.possible_agents.index(agent), None
+        table._last_observation = self.observe(agent)["text"]
+        return list(table.action_words)
 
     def _start(self, seed: int) -> None:
         self._told_the_end = set()

@@ -46,6 +46,7 @@ SOLVABLE_IDS = [
 # variant draws only the number of disks); TextArena registers one fixed puzzle for these ids
 # (Countdown-v0 is numbers=[100, 75, 6, 4, 3, 2], target=532; Cryptarithm-v0 is SEND + MORE)
 FEW_STARTS_IDS = {
+    "KuhnPoker-v0",  # a seat sees one of three cards
     "gem/TowerofHanoiEasy-v0",
     "gem/TowerofHanoiHard-v0",
     "gem/TowerofHanoiRandom-v0",

@@ -64,7 +64,13 @@ def test_a_self_play_step_trains_on_both_seats_and_evaluates_against_fixed_playe
 def test_the_warm_start_of_self_play_learns_the_solvers_moves_in_both_seats(tmp_path):
     config = load_config(
         None,
-        [*SELF_PLAY, f"train.output_dir={tmp_path}", "sft.episodes=2", "sft.batch_sequences=2"],
+        [
+            *SELF_PLAY,
+            f"train.output_dir={tmp_path}",
+            "env.max_turns=5",  # a whole game of perfect play: 5 moves and 4
+            "sft.episodes=2",
+            "sft.batch_sequences=2",
+        ],
     )
     sft = OracleSFT(config, log=lambda line: None)
     try:
@@ -76,7 +82,7 @@ def test_the_warm_start_of_self_play_learns_the_solvers_moves_in_both_seats(tmp_
             assert text.startswith("<answer>[") and text.count("<answer>") >= 4
     finally:
         sft.close()
-    assert len(samples) == 2  # a seed's game, both seats
+    assert len(samples) == 4  # two games (a seed each), both seats
 
 
 @pytest.mark.parametrize(
