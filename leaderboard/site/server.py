@@ -6,6 +6,7 @@ Example:
     >>> class Empty:
     ...     def suites(self): return []
     ...     def training_runs(self): return {}
+    ...     def rated_games(self): return []
     >>> client = TestClient(make_app(Empty()))
     >>> client.get("/").status_code, client.get("/models/nobody.html").status_code
     (200, 404)
