@@ -72,11 +72,13 @@ class GameRecord:
     Attributes:
         results: each seat's rewards over the game, summed (penalties included).
         turns: ``(agent, reply)`` for every move made.
+        told: what the mover had been told before each of ``turns``.
         truncated: the game was cut short (``max_actions``, or the game raised).
     """
 
     results: dict[str, float]
     turns: list[tuple[str, str]] = field(default_factory=list)
+    told: list[str] = field(default_factory=list)
     truncated: bool = False
 
 
@@ -101,6 +103,7 @@ def play_game(env: Any, policies: dict[str, SeatPolicy], seed: int | None = None
             record.truncated |= truncated
             env.step(None)
             continue
+        record.told.append(env.observe(agent)["text"])
         reply = policies[agent].reply(env, agent)
         record.turns.append((agent, reply))
         env.step(reply)

@@ -121,8 +121,6 @@ def check_seat_rewards(env: Any, games: int = 8, seed: int = 0) -> SeatRewardRep
             for game_seed in range(seed, seed + games):
                 record = play_game(env, policies, seed=game_seed)
                 returns.append(record.results[agent])
-                final = game.final_results
-                mine = final.get(agent)
-                wins += mine is not None and mine == max(final.values()) > min(final.values())
+                wins += game.won(agent)
             results.append(SeatProbeResult(name, agent, tuple(returns), wins))
     return SeatRewardReport(game.metadata.get("name", type(game).__name__), tuple(results))

@@ -133,7 +133,4 @@ class SeatView(LibraryGameEnv):
             if agent == self.agent:
                 return
             game.step(self._others.reply(game, agent))
-        results = game.final_results
-        mine = results.get(self.agent)
-        won = mine is not None and mine == max(results.values()) > min(results.values())
-        self._end_episode(success=won, cut_short=not results)
+        self._end_episode(success=game.won(self.agent), cut_short=not game.final_results)

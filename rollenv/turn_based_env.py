@@ -165,6 +165,12 @@ class TurnBasedTextEnv(AECEnv):
         seat, rng)`` returns a move (``rollenv.seat_policies.SolverPolicy`` plays it)."""
         return None
 
+    def won(self, agent: str) -> bool:
+        """Whether ``agent`` won the game that ended: the best result, above another seat's."""
+        mine = self.final_results.get(agent)
+        results = self.final_results.values()
+        return mine is not None and mine == max(results) > min(results)
+
     # ------------------------------------------------------------------ PettingZoo's API
     def observation_space(self, agent: str) -> spaces.Space:
         return self._observation_space

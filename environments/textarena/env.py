@@ -269,7 +269,9 @@ class TextArenaEnv(LibraryGameEnv):
         Untried candidates where the game refuses moves on hidden grounds (``hidden_refusals``).
         """
         if self._words is None:
-            self._words = self._accepted_moves()
+            self._words = self.accepted_moves(
+                self.agent_seat, self._last_observation, self.actions_taken
+            )
         return self._words
 
     def _new_episode(self, rng: random.Random, options: dict[str, Any] | None) -> None:
@@ -454,10 +456,12 @@ class TextArenaEnv(LibraryGameEnv):
         candidates = candidate_moves(recent, self.game.moves, self._prompts.get(seat, ""))
         return candidates + [CHAT_REPLY]
 
-    def _accepted_moves(self) -> tuple[str, ...]:
-        candidates = self._candidates(self.agent_seat)
-        # the order depends only on the state, so action_words is the same however often read
-        order = random.Random(zlib.crc32(self._last_observation.encode()) + self.actions_taken)
+    def accepted_moves(self, seat: int, observation: str, moves_made: int) -> tuple[str, ...]:
+        """Moves the game accepts from ``seat`` now (up to 8, tried on a copy), else its
+        candidates; shuffled by ``observation`` and ``moves_made`` alone, so the same state
+        gives the same moves however often asked."""
+        candidates = self._candidates(seat)
+        order = random.Random(zlib.crc32(observation.encode()) + moves_made)
         order.shuffle(candidates)
         if self._done or self.game.hidden_refusals:
             return tuple(candidates[:WORDS_WANTED])
@@ -470,7 +474,7 @@ class TextArenaEnv(LibraryGameEnv):
                     self._game, self._done, self.moves_sent = _snapshot(real_game), False, []
                     with self._rng:
                         try:
-                            refused, _ = self._play(self.agent_seat, move)
+                            refused, _ = self._play(seat, move)
                         except Exception:
                             refused = True
                     self._rng.restore(saved_rng)

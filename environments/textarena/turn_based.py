@@ -83,10 +83,10 @@ class TextArenaTurnBased(TurnBasedTextEnv):
         8), as the single-agent env's ``action_words`` are; where the game refuses moves on
         hidden grounds, or accepts none tried, its untried candidates. What a random player
         picks from."""
-        table = self.table
-        table.agent_seat, table._words = self.possible_agents.index(agent), None
-        table._last_observation = self.observe(agent)["text"]
-        return list(table.action_words)
+        seat = self.possible_agents.index(agent)
+        observed = self.observe(agent)["text"]
+        # the seat's text keys the order (the table's own move count, 0 here, as before)
+        return list(self.table.accepted_moves(seat, observed, self.table.actions_taken))
 
     def _start(self, seed: int) -> None:
         self._told_the_end = set()

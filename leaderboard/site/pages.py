@@ -47,9 +47,7 @@ OVERALL_RULE = (
     "Overall: the mean of the per-env success rates over every env of the suite; "
     "rows missing an env have none and rank last."
 )
-_PAGE = re.compile(
-    r"^(?P<kind>models|envs|runs|episodes|ratings|matches)/(?P<name>[^/]+)\.html$"
-)
+_PAGE = re.compile(r"^(?P<kind>models|envs|runs|episodes|ratings|matches)/(?P<name>[^/]+)\.html$")
 
 _TEMPLATES = jinja2.Environment(
     loader=jinja2.PackageLoader("leaderboard.site", "templates"),

@@ -2,8 +2,9 @@
 
 Every page is addressed by a path relative to the site's root (``index.html``,
 ``models/oracle.html``, ``envs/SimpleSokoban-v0.html``, ``runs/<run>.html``,
-``episodes/12.html``, ``ratings/<game>.html``, ``matches/3.html``); a page links to another through ``root_of(page) + path``, so the same
-links work from ``file://`` and from any URL prefix the server sits under.
+``episodes/12.html``, ``ratings/<game>.html``, ``matches/3.html``); a page links to another
+through ``root_of(page) + path``, so the same links work from ``file://`` and from any URL
+prefix the server sits under.
 
 Example:
     >>> model_path("oracle"), env_path("SimpleSokoban-v0"), episode_path(12)

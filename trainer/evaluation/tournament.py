@@ -28,7 +28,7 @@ from typing import Any
 
 import rollenv
 from leaderboard.records import MatchMove, MatchRecord
-from rollenv.seat_policies import RandomSeatPolicy, SeatPolicy, SolverPolicy
+from rollenv.seat_policies import RandomSeatPolicy, SeatPolicy, SolverPolicy, play_game
 
 __all__ = ["ModelSeatPolicy", "round_robin", "seat_policy"]
 
@@ -126,22 +126,13 @@ def _play(
 ) -> MatchRecord:
     for name in names:
         getattr(built[name], "new_game", lambda: None)()
-    env.reset(seed=seed)
-    moves = []
-    cut_short = False
-    for agent in env.agent_iter():
-        _, _, terminated, truncated, _ = env.last()
-        if terminated or truncated:
-            cut_short |= truncated
-            env.step(None)
-            continue
-        seat = env.possible_agents.index(agent)
-        told = env.observe(agent)["text"]
-        reply = built[names[seat]].reply(env, agent)
-        moves.append(MatchMove(seat, told, reply))
-        env.step(reply)
+    seats = env.possible_agents
+    players = {agent: built[name] for agent, name in zip(seats, names, strict=True)}
+    played = play_game(env, players, seed)
     final = env.unwrapped.final_results
-    results = tuple(
-        None if cut_short or not final else final[agent] for agent in env.possible_agents
+    results = tuple(None if played.truncated or not final else final[a] for a in seats)
+    moves = tuple(
+        MatchMove(seats.index(agent), told, reply)
+        for (agent, reply), told in zip(played.turns, played.told, strict=True)
     )
-    return MatchRecord(game, seed, names, results, tuple(moves), time.time())
+    return MatchRecord(game, seed, names, results, moves, time.time())

@@ -13,7 +13,7 @@ changes at every step; the same two rules apply to it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:  # env manager actors import this module and never need torch
@@ -68,6 +68,13 @@ class SamplingParams:
     stop: tuple[str, ...] = ()
     grammar: str | None = None
     record_choices: int = 0
+
+    def for_turn(self, turn: int) -> SamplingParams:
+        """These parameters for turn ``turn`` of an episode: a fresh random stream per turn
+        (re-using one seed would replay the same draws); unchanged without a seed."""
+        if self.seed is None:
+            return self
+        return replace(self, seed=self.seed + 1_000_003 * turn)
 
     def stops(self, default: tuple[int, ...]) -> tuple[int, ...]:
         """The tokens that end a reply: ``stop_token_ids``, else the backend's ``default``

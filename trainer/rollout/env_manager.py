@@ -43,7 +43,7 @@ import json
 from collections import deque
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import gymnasium as gym
@@ -283,7 +283,7 @@ class EnvManager:
                         raise ValueError(
                             "this EnvManager has no generator: pass a policy to rollout"
                         )
-                    outputs = self.generator.generate(prompts, self._sampling_for_turn(turn))
+                    outputs = self.generator.generate(prompts, self.sampling.for_turn(turn))
                 else:
                     outputs = [self._policy_reply(policies[id(e)], e) for e in running]
                 steps = [(e, turn, p, o) for e, p, o in zip(running, prompts, outputs, strict=True)]
@@ -401,7 +401,7 @@ class EnvManager:
         """
         for turn in range(self.max_turns):
             prompt = self._prompt(episode)
-            output = await generate(prompt, self._sampling_for_turn(turn))
+            output = await generate(prompt, self.sampling.for_turn(turn))
             step = asyncio.ensure_future(
                 asyncio.to_thread(self._record, episode, turn, prompt, output)
             )
@@ -446,12 +446,6 @@ class EnvManager:
             episode.turn_of_token = [-1] * len(episode.tokens)
             episode.weight_versions = [-1] * len(episode.tokens)
         return episode
-
-    def _sampling_for_turn(self, turn: int) -> SamplingParams:
-        # a fresh random stream per turn: re-using one seed would replay the same draws
-        if self.sampling.seed is None:
-            return self.sampling
-        return replace(self.sampling, seed=self.sampling.seed + 1_000_003 * turn)
 
     def _policy_reply(self, policy: Policy, episode: _Episode) -> GenerationOutput:
         text = policy.act(episode.messages[-1]["content"], {"messages": episode.messages})

@@ -30,7 +30,7 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import rollenv
@@ -212,7 +212,7 @@ class SelfPlayManager:
                 raise ValueError("this SelfPlayManager has no generator: pass a policy")
             else:
                 outputs = self.generator.generate(
-                    [prompt for _, _, prompt in playing], self._sampling_for_turn(turn)
+                    [prompt for _, _, prompt in playing], self.sampling.for_turn(turn)
                 )
             for (game, seat, prompt), output in zip(playing, outputs, strict=True):
                 self._play(game, seat, turn, prompt, output)
@@ -316,7 +316,7 @@ class SelfPlayManager:
             trajectory = seat.trajectory
             trajectory.finish_reason = reason
             if trajectory.turns:  # a win: the best result of the game, above someone's
-                trajectory.turns[-1].metrics["success"] = self._won(game, seat)
+                trajectory.turns[-1].metrics["success"] = game.env.unwrapped.won(seat.agent)
             versions = seat.weight_versions
             trajectory.samples = (
                 [
@@ -331,14 +331,3 @@ class SelfPlayManager:
                 if any(seat.loss_mask)
                 else []
             )
-
-    @staticmethod
-    def _won(game: _Game, seat: _Seat) -> bool:
-        results = game.env.unwrapped.final_results
-        mine = results.get(seat.agent)
-        return mine is not None and mine == max(results.values()) > min(results.values())
-
-    def _sampling_for_turn(self, turn: int) -> SamplingParams:
-        if self.sampling.seed is None:
-            return self.sampling
-        return replace(self.sampling, seed=self.sampling.seed + 1_000_003 * turn)
