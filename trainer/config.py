@@ -116,6 +116,32 @@ class CurriculumConfig(_Section):
     """RL steps averaged; after a raise the average starts over."""
 
 
+class OpponentPoolConfig(_Section):
+    """``env.opponent_pool``: in self-play, past versions of the policy take a seat in some of
+    each step's games (:class:`trainer.rollout.opponent_pool.OpponentPool`). Every ``every``
+    steps the policy's weights join the pool, which keeps the newest ``size``; each step one
+    of them is drawn, and it plays the other seats of ``share`` of the step's groups. In those
+    games the policy plays one seat (the first in the first game of the group, the next in the
+    next, and so on) and only that seat is trained; the group compares it with the same seat of
+    the group's other games against the same past version. A resumed run starts with an empty
+    pool. Each past version is a copy of the weights in memory, and the past versions generate
+    with a second copy of the model."""
+
+    every: int = Field(5, gt=0)
+    """Steps between two versions added to the pool (the weights after step ``every``, ``2 *
+    every``, ...)."""
+    size: int = Field(4, gt=0)
+    """Past versions kept; the oldest leaves when a new one comes."""
+    share: float = Field(0.5, gt=0.0, le=1.0)
+    """The share of each step's groups played against the drawn past version (at least one
+    group once the pool holds a version)."""
+    choice: Literal["uniform", "prioritised"] = "uniform"
+    """How each step's past version is drawn: ``uniform``; or ``prioritised`` by the policy's
+    results against each, in proportion to ``(1 - p) ** 2`` with ``p`` its points share (a win
+    1, a draw 1/2) against that version so far: the versions it beats least come most often
+    (AlphaStar's prioritised fictitious self-play)."""
+
+
 class EnvConfig(_Section):
     """The env of a run: ``id`` with ``kwargs``, or a mix of envs.
 
@@ -183,6 +209,9 @@ class EnvConfig(_Section):
     on, grouped per seat (each seat's advantage against the same seat of the same start). The
     evaluations play each seat greedily against a random player and, where the game has one,
     its solver. Needs ``rollout.mode=local``, ``context=full`` and text actions."""
+    opponent_pool: OpponentPoolConfig | None = None
+    """With ``self_play``: past versions of the policy as opponents in some games (``None``:
+    every game is the current policy against itself)."""
 
     @field_validator("mix", mode="before")
     @classmethod
@@ -245,6 +274,11 @@ class EnvConfig(_Section):
 
     @model_validator(mode="after")
     def _self_play_plays_one_game(self) -> EnvConfig:
+        if self.opponent_pool is not None and not self.self_play:
+            raise ValueError(
+                "env.opponent_pool holds past versions of the policy as opponents in self-play: "
+                "set env.self_play=true, or leave env.opponent_pool unset"
+            )
         if not self.self_play:
             return self
         clash = [

@@ -74,3 +74,78 @@ def test_a_round_robin_of_random_play_and_the_solver_rates_the_solver_first(tmp_
     )
     with ResultStore(db) as store:
         assert [r.player for r in store.ratings(TTT)] == ["solver", "random"]
+
+
+def test_rate_plays_the_game_with_the_kwargs_given_and_refuses_what_is_no_json_object(
+    tmp_path: Path, capsys
+):
+    pytest.importorskip("pettingzoo")
+    pytest.importorskip("textarena")
+    from trainer.cli.main import main
+
+    db = tmp_path / "results.db"
+    bare = '{"answer_format": {"tag": null}}'
+    args = ["leaderboard", "rate", TTT, "random", "solver", "--games", "1", "--db", str(db)]
+    assert main([*args, "--kwargs", bare]) == 0
+    with ResultStore(db) as store:
+        matches = [record for _, record in store.matches(TTT)]
+    assert len(matches) == 2
+    for record in matches:
+        assert all(not move.reply.startswith("<answer>") for move in record.moves)
+        assert all(move.reply.startswith("[") for move in record.moves)
+    for bad, said in (("[1, 2]", "JSON object"), ("{answer", "not JSON")):
+        assert main([*args, "--kwargs", bad]) == 2
+        assert said in capsys.readouterr().err
+
+
+def test_a_served_model_plays_the_round_robin_through_openai(tmp_path: Path, capsys):
+    """tiny-random behind ``roll-agent serve`` is a player: its games are stored, move for move
+    those of the same model in this process; a server that does not answer is named before
+    any game."""
+    pytest.importorskip("pettingzoo")
+    pytest.importorskip("textarena")
+    pytest.importorskip("openai")
+    import signal
+    import socket
+    import subprocess
+    import sys
+
+    from trainer.cli.main import main
+    from trainer.evaluation.tournament import round_robin
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    served = f"openai:http://127.0.0.1:{port}/v1#tiny-random"
+    db = tmp_path / "results.db"
+    args = ["leaderboard", "rate", TTT, "solver", served, "--games", "1", "--db", str(db)]
+    assert main(args) == 2  # nothing listens yet
+    assert "does not answer" in capsys.readouterr().err
+    command = [sys.executable, "-m", "trainer.cli", "serve", "--model", "tiny-random"]
+    server = subprocess.Popen(
+        [*command, "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        for line in server.stdout:  # printed once its socket listens
+            if line.startswith("Serving tiny-random at"):
+                break
+        else:
+            pytest.fail(f"roll-agent serve ended with {server.wait()}")
+        assert main(args) == 0
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=60)
+    with ResultStore(db) as store:
+        matches = [record for _, record in store.matches(TTT)]
+    assert sorted(record.players for record in matches) == [(served, "solver"), ("solver", served)]
+    local = {r.players: r for r in round_robin(TTT, ["solver", "tiny-random"], games=1)}
+    for record in matches:
+        seat = record.players.index(served)
+        assert any(move.seat == seat for move in record.moves)  # the served model moved
+        twin = local[tuple("tiny-random" if p == served else p for p in record.players)]
+        assert [m.reply for m in record.moves] == [m.reply for m in twin.moves]
+        assert record.results == twin.results

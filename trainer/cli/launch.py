@@ -288,6 +288,9 @@ def run_eval(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     with quiet_library_output(Path(config.train.output_dir) / "eval.log"):
         metrics = evaluate_model(config, args.episodes)
+    if config.env.self_play:
+        _print_seat_matches(config, args.episodes, metrics)
+        return 0
     print(
         f"{config.env.id}: {args.episodes} greedy episodes (seeds 0-{args.episodes - 1}) of "
         f"{config.model.name}"
@@ -296,3 +299,21 @@ def run_eval(args: argparse.Namespace) -> int:
         if f"eval/{key}" in metrics:
             print(f"  {key}: {metrics[f'eval/{key}']:.3f}")
     return 0
+
+
+def _print_seat_matches(config: Config, games: int, metrics: dict[str, float]) -> None:
+    """The shares of wins, draws and losses of each seat against each fixed player."""
+    from rollenv.commands.terminal import print_table
+
+    rows = []
+    for key in metrics:
+        parts = key.split("/")
+        if len(parts) == 4 and parts[3] == "win":
+            _, player, seat, _ = parts
+            shares = [metrics[f"eval/{player}/{seat}/{o}"] for o in ("win", "draw", "loss")]
+            rows.append([player, seat, *(f"{100 * share:.1f}%" for share in shares)])
+    title = (
+        f"{config.env.id}: {config.model.name}, greedy, {games} games a seat against each "
+        f"player (seeds 0-{games - 1})"
+    )
+    print_table(["against", "seat", "win", "draw", "loss"], rows, title=title)

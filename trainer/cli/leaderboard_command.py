@@ -7,12 +7,15 @@ Example:
     $ roll-agent leaderboard export site
     $ roll-agent leaderboard serve --port 8080
     $ roll-agent leaderboard rate textarena/TicTacToe-v0 random solver --games 10
+    $ roll-agent leaderboard rate textarena/TicTacToe-v0 solver openai:http://127.0.0.1:8000/v1#tiny-random
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
+import json
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -61,10 +64,22 @@ def add_leaderboard_command(commands: argparse._SubParsersAction) -> None:
         "players",
         nargs="+",
         metavar="PLAYER",
-        help="random, solver, or a model (a checkpoint's model folder, or tiny-random)",
+        help="random, solver, a model (a checkpoint's model folder, or tiny-random), or a "
+        "served model, openai:http://HOST:PORT/v1#MODEL_ID",
+    )
+    rate.add_argument(
+        "--tokenizer", help="the openai: players' tokenizer (default: each one's model id)"
     )
     rate.add_argument(
         "--games", type=non_negative_int, default=10, help="games per ordered pair (10)"
+    )
+    rate.add_argument(
+        "--kwargs",
+        type=_json_object,
+        default={},
+        metavar="JSON",
+        help="the game's keyword arguments as a JSON object, e.g. the answer format the "
+        'models were trained with: \'{"answer_format": {"tag": null}}\'',
     )
     rate.add_argument("--db", help="the results database (default as for eval)")
     rate.set_defaults(handler=run_leaderboard_rate)
@@ -115,14 +130,31 @@ def run_leaderboard_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _json_object(text: str) -> dict[str, Any]:
+    """``--kwargs``: a JSON object, or a usage error saying what was wrong."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(f"not JSON ({error}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"must be a JSON object {{...}}, got {text!r}")
+    return value
+
+
 def run_leaderboard_rate(args: argparse.Namespace) -> int:
     """``roll-agent leaderboard rate GAME PLAYER...``: the matches, stored, and the ratings."""
     from rollenv import UnknownEnvError
-    from trainer.evaluation.tournament import round_robin
+    from trainer.evaluation.tournament import round_robin, seat_policy
 
     with open_store(args.db) as store:
         try:
-            records = round_robin(args.game, args.players, args.games)
+            records = round_robin(
+                args.game,
+                args.players,
+                args.games,
+                env_kwargs=args.kwargs,
+                make_player=functools.partial(seat_policy, tokenizer=args.tokenizer),
+            )
         except (ValueError, UnknownEnvError) as error:
             raise UsageError(str(error)) from None
         table = store.add_matches(records)

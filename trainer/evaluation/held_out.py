@@ -80,9 +80,19 @@ class GreedyEvaluation:
 def evaluate_model(config: Config, episodes: int) -> dict[str, float]:
     """Plays ``episodes`` greedy episodes of ``config.model`` on seeds ``0 .. episodes - 1`` of
     ``config.env``, made with its ``eval_kwargs``; returns ``rollout_metrics`` under ``eval/``
-    (success, return, valid...)."""
+    (success, return, valid...). Under ``env.self_play``, ``episodes`` games in each seat
+    against each fixed player instead (``SeatMatches``: ``eval/<player>/<seat>/win|draw|loss``
+    as well)."""
+    from trainer.evaluation.seat_matches import SeatMatches
+
     model, tokenizer = load_model(config.model.name, seed=config.train.seed)
     device = resolve_device(config.train.device)
     model.to(device)
     generator = generator_for(config, model, tokenizer, device)
+    if config.env.self_play:
+        matches = SeatMatches(config, tokenizer, generator, games=episodes)
+        try:
+            return matches()
+        finally:
+            matches.close()
     return GreedyEvaluation(config, tokenizer, generator, episodes)()

@@ -7,7 +7,9 @@ A player is named by a string:
 * ``solver``: the game's perfect player, where it has one;
 * a model folder (a checkpoint's ``model/``) or a model name (``tiny-random``,
   ``smollm2-135m``): the model, greedy, in its own chat with the game (its instruction, what its
-  seat was told, its replies).
+  seat was told, its replies);
+* ``openai:http://HOST:PORT/v1#MODEL_ID``: the same, the model served by an OpenAI-compatible
+  server (``roll-agent serve``, vLLM), its tokenizer the served model id's unless given.
 
 Every ordered pair of players meets ``games`` times (seeds ``0 .. games - 1``), each taking the
 first seat in its half, so each seat's advantage evens out. Each game is a
@@ -37,24 +39,57 @@ class ModelSeatPolicy:
     """A model playing a seat greedily, in a chat of its own per game.
 
     Args:
-        name: a model folder or name (``trainer.models.load_model``).
+        name: a model folder or name (``trainer.models.load_model``), or a served model,
+            ``openai:http://HOST:PORT/v1#MODEL_ID``.
         max_new_tokens: the most tokens of a reply.
         seed: the model's seed (a random model's weights).
+        tokenizer: a served model's tokenizer, a model name or folder (default: the served
+            model id).
+        max_context_tokens: the prompt and the reply are kept within this many tokens: where
+            a long game's chat would outgrow it, its oldest exchanges (after the instruction)
+            leave first.
+
+    Raises:
+        ValueError: an ``openai:`` name not written as above, or its server not answering.
     """
 
-    def __init__(self, name: str, max_new_tokens: int = 64, seed: int = 0) -> None:
-        from trainer.generation import HFGenerator, SamplingParams
-        from trainer.models import load_model
+    def __init__(
+        self,
+        name: str,
+        max_new_tokens: int = 64,
+        seed: int = 0,
+        tokenizer: str | None = None,
+        max_context_tokens: int = 2048,
+    ) -> None:
+        from trainer.generation import HFGenerator, SamplingParams, make_generator
+        from trainer.generation.openai_client import parse_address
+        from trainer.models import load_model, load_tokenizer
         from trainer.rollout.chat_tokens import ChatTokens
 
-        model, self.tokenizer = load_model(name, seed=seed)
-        self.generator = HFGenerator(model, self.tokenizer)
+        self.generator: Any
+        if name.startswith("openai:"):
+            address = parse_address(name)
+            if address is None:
+                raise ValueError(
+                    f"player {name!r}: write a served model as openai:http://HOST:PORT/v1#MODEL_ID"
+                )
+            url, served = address
+            self.tokenizer = load_tokenizer(tokenizer or served)
+            self.generator = make_generator("openai", served, self.tokenizer, base_url=url)
+            try:  # before any game: a server that does not answer is the player's fault
+                self.generator.client.models.list()
+            except Exception as error:  # the openai client's connection and status errors
+                raise ValueError(f"player {name!r}: {url} does not answer ({error})") from None
+        else:
+            model, self.tokenizer = load_model(name, seed=seed)
+            self.generator = HFGenerator(model, self.tokenizer)
         self.chat = ChatTokens(self.tokenizer)
         self.sampling = SamplingParams(
             max_new_tokens=max_new_tokens,
             temperature=0.0,
             stop_token_ids=(self.tokenizer.eos_token_id,),
         )
+        self.max_context_tokens = max_context_tokens
         self._chats: dict[tuple[int, str], list[dict[str, str]]] = {}
 
     def new_game(self) -> None:
@@ -67,19 +102,25 @@ class ModelSeatPolicy:
             (id(env), agent), [{"role": "system", "content": told["instruction"]}]
         )
         chat.append({"role": "user", "content": told["text"]})
-        [output] = self.generator.generate([self.chat.prompt(chat)], self.sampling)
+        prompt = self.chat.prompt(chat)
+        room = self.max_context_tokens - self.sampling.max_new_tokens
+        while len(prompt) > room and len(chat) > 2:
+            del chat[1:3]  # the oldest exchange: what the seat was told, and its reply
+            prompt = self.chat.prompt(chat)
+        [output] = self.generator.generate([prompt], self.sampling)
         reply = self.tokenizer.decode(output.token_ids, skip_special_tokens=True)
         chat.append({"role": "assistant", "content": reply})
         return reply
 
 
-def seat_policy(name: str, seed: int = 0) -> SeatPolicy:
-    """The player ``name`` stands for (see the module docstring)."""
+def seat_policy(name: str, seed: int = 0, tokenizer: str | None = None) -> SeatPolicy:
+    """The player ``name`` stands for (see the module docstring); ``tokenizer`` is a served
+    model's."""
     if name == "random":
         return RandomSeatPolicy(seed=seed)
     if name == "solver":
         return SolverPolicy(seed=seed)
-    return ModelSeatPolicy(name, seed=seed)
+    return ModelSeatPolicy(name, seed=seed, tokenizer=tokenizer)
 
 
 def round_robin(
@@ -87,6 +128,7 @@ def round_robin(
     players: Sequence[str],
     games: int,
     *,
+    env_kwargs: dict[str, Any] | None = None,
     make_player: Callable[[str], SeatPolicy] = seat_policy,
     on_match: Callable[[MatchRecord], None] | None = None,
 ) -> list[MatchRecord]:
@@ -96,6 +138,8 @@ def round_robin(
         game: a multi-agent id of two seats.
         players: the players' names (see the module docstring), at least two, all different.
         games: games per ordered pair.
+        env_kwargs: the game's keyword arguments (``rollenv.make_multi``), e.g. the answer
+            format the models were trained with.
         make_player: builds a player from its name (each player is built once).
         on_match: called with each match as it ends.
 
@@ -104,7 +148,7 @@ def round_robin(
     """
     if len(players) < 2 or len(set(players)) < len(players):
         raise ValueError(f"a round robin needs two or more different players, got {players}")
-    env = rollenv.make_multi(game)
+    env = rollenv.make_multi(game, **(env_kwargs or {}))
     if len(env.possible_agents) != 2:
         raise ValueError(f"{game} has {len(env.possible_agents)} seats; a round robin plays two")
     if "solver" in players and env.unwrapped.solver() is None:

@@ -17,7 +17,10 @@ seat of the same start (SPIRAL's role-conditioned baseline, per group).
 
 Seats given in ``opponents`` are played by those policies (a random player, a solver, an
 earlier checkpoint), and only the other seats are recorded: how a policy is measured against a
-fixed one.
+fixed one. A rollout may also seat a past version of the policy (``past_generator``, from
+``OpponentPool``) in the last ``past_groups`` groups: there the policy plays one seat of each
+game, the first in the group's first game, the next in the next, and the past version the
+others; only the policy's seat is recorded.
 
 Example:
     >>> from trainer.models import load_model  # doctest: +SKIP
@@ -72,7 +75,8 @@ class _Seat:
 @dataclass
 class _Game:
     env: Any
-    seats: dict[str, _Seat]
+    seats: dict[str, _Seat]  # the policy's
+    past_seats: dict[str, _Seat] = field(default_factory=dict)  # a past version's (not kept)
     done: bool = False
     truncated: bool = False  # cut short by the game (its move limit, or an error)
 
@@ -132,6 +136,8 @@ class SelfPlayManager:
         self._envs: list[Any] = [probe]
         #: the last rollout's result of each trajectory's seat (``None``: its game was cut short)
         self.last_results: list[float | None] = []
+        #: the same, of the games against a past version only
+        self.last_past_results: list[float | None] = []
 
     @classmethod
     def from_config(
@@ -170,10 +176,12 @@ class SelfPlayManager:
         seeds: list[int],
         group_ids: list[int] | None = None,
         policy: SeatPolicy | None = None,
+        past_generator: Generator | None = None,
+        past_groups: int = 0,
         **_: Any,
     ) -> list[Trajectory]:
-        """Plays ``group_size`` games per seed; returns one trajectory per trained seat of
-        each game, game by game in the order of ``seeds``, seats in seat order.
+        """Plays ``group_size`` games per seed; returns one trajectory per seat the policy
+        played in each game, game by game in the order of ``seeds``, seats in seat order.
 
         Args:
             seeds: one reset seed per group.
@@ -181,14 +189,34 @@ class SelfPlayManager:
             policy: if given, it writes the trained seats' replies instead of the generator
                 (e.g. ``SolverPolicy``), tokenised and closed with the end-of-turn token: the
                 same prompts and samples as RL, for a supervised warm start.
+            past_generator: a past version of the policy, for the last ``past_groups`` groups.
+            past_groups: how many groups, the last ones, play against ``past_generator``.
         """
         group_ids = list(range(len(seeds))) if group_ids is None else list(group_ids)
         if len(group_ids) != len(seeds):
             raise ValueError("give one group id per seed")
+        if past_groups and past_generator is None:
+            raise ValueError("past_groups needs the past version's generator (past_generator)")
+        if past_groups and self.group_size % len(self.trained):
+            raise ValueError(
+                f"against a past version the policy takes each of the {len(self.trained)} seats "
+                f"in turn: env.group_size must be a multiple of {len(self.trained)} "
+                f"(got {self.group_size})"
+            )
         while len(self._envs) < len(seeds) * self.group_size:
             self._envs.append(rollenv.make_multi(self.env_id, **self.env_kwargs))
+        first_past = len(seeds) - past_groups
         games = [
-            self._start(env, seeds[i // self.group_size], group_ids[i // self.group_size])
+            self._start(
+                env,
+                seeds[i // self.group_size],
+                group_ids[i // self.group_size],
+                own_seat=(
+                    self.trained[(i % self.group_size) % len(self.trained)]
+                    if i // self.group_size >= first_past
+                    else None
+                ),
+            )
             for i, env in enumerate(self._envs[: len(seeds) * self.group_size])
         ]
         # each pass plays one reply in every running game, and a game ends when a seat would
@@ -206,33 +234,49 @@ class SelfPlayManager:
             playing = [(g, s, p) for (g, s), p in zip(waiting, prompts, strict=True) if p]
             if not playing:
                 continue
+            past = [entry for entry in playing if entry[1].agent in entry[0].past_seats]
+            own = [entry for entry in playing if entry[1].agent not in entry[0].past_seats]
+            sampling = self.sampling.for_turn(turn)
+            if past:
+                assert past_generator is not None
+                outputs = past_generator.generate([prompt for _, _, prompt in past], sampling)
+                for (game, seat, prompt), output in zip(past, outputs, strict=True):
+                    self._play(game, seat, turn, prompt, output)
+            if not own:
+                continue
             if policy is not None:
-                outputs = [self._policy_reply(policy, game, seat) for game, seat, _ in playing]
+                outputs = [self._policy_reply(policy, game, seat) for game, seat, _ in own]
             elif self.generator is None:
                 raise ValueError("this SelfPlayManager has no generator: pass a policy")
             else:
-                outputs = self.generator.generate(
-                    [prompt for _, _, prompt in playing], self.sampling.for_turn(turn)
-                )
-            for (game, seat, prompt), output in zip(playing, outputs, strict=True):
+                outputs = self.generator.generate([prompt for _, _, prompt in own], sampling)
+            for (game, seat, prompt), output in zip(own, outputs, strict=True):
                 self._play(game, seat, turn, prompt, output)
         for game in games:
             if not game.done:
                 self._end(game, "max_turns")
-        seats = [game.seats[agent] for game in games for agent in self.trained]
+        seats = [
+            game.seats[agent] for game in games for agent in self.trained if agent in game.seats
+        ]
         self.last_results = [seat.result for seat in seats]
+        self.last_past_results = [
+            seat.result for game in games if game.past_seats for seat in game.seats.values()
+        ]
         return [seat.trajectory for seat in seats]
 
-    def _start(self, env: Any, seed: int, group_id: int) -> _Game:
+    def _start(self, env: Any, seed: int, group_id: int, own_seat: str | None = None) -> _Game:
+        """A new game; with ``own_seat``, the policy plays that seat only and a past version
+        the other seats without an opponent."""
         env.reset(seed=seed)
-        seats = {}
+        seats, past_seats = {}, {}
         for index, agent in enumerate(self.agents):
             if agent in self.opponents:
                 continue
             trajectory = Trajectory(self.env_id, seed, group_id * len(self.agents) + index)
             trajectory.instruction = env.observe(agent)["instruction"]
-            seats[agent] = _Seat(agent, trajectory)
-        return _Game(env, seats)
+            mine = own_seat is None or agent == own_seat
+            (seats if mine else past_seats)[agent] = _Seat(agent, trajectory)
+        return _Game(env, seats, past_seats)
 
     def _advance(self, game: _Game) -> _Seat | None:
         """Plays the opponents' moves and the finished seats' steps until a trained seat is to
@@ -250,7 +294,7 @@ class SelfPlayManager:
             if agent in self.opponents:
                 env.step(self.opponents[agent].reply(env, agent))
                 continue
-            return game.seats[agent]
+            return game.seats.get(agent) or game.past_seats[agent]
         self._end(game, "truncated" if game.truncated else "terminated")
         return None
 

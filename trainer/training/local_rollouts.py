@@ -3,8 +3,9 @@
 One :class:`~trainer.rollout.env_manager.EnvManager` plays each step's ``env.groups_per_step``
 groups in lockstep with the generator beside the trainer. What only local rollouts do lives
 here too: dynamic sampling (groups whose returns are all equal replaced by new ones), the
-curriculum that raises an env kwarg as training succeeds, and freeing vLLM's GPU memory for
-the update (``generation.offload``). It implements :class:`~trainer.rollout.rollouts.Rollouts`.
+curriculum that raises an env kwarg as training succeeds, self-play's pool of past versions
+(``env.opponent_pool``), and freeing vLLM's GPU memory for the update
+(``generation.offload``). It implements :class:`~trainer.rollout.rollouts.Rollouts`.
 
 Seeds and sampling randomness derive from ``(train.seed, step)``, so a resumed run plays exactly
 what an uninterrupted one would have.
@@ -22,6 +23,7 @@ from trainer.evaluation.seat_matches import SeatMatches
 from trainer.generation.base import SamplingParams
 from trainer.rollout.env_manager import EnvManager
 from trainer.rollout.metrics import rollout_metrics
+from trainer.rollout.opponent_pool import OpponentPool
 from trainer.rollout.seeds import step_seeds
 from trainer.rollout.self_play import SelfPlayManager
 from trainer.rollout.trajectory import Trajectory
@@ -51,6 +53,8 @@ class LocalRollouts:
         generator: the generator in this process (its weights are the policy's).
         sampling: sampling parameters of training episodes.
         reward_pool: reward workers that score the envs' answers, if any.
+        past_generator: with ``env.opponent_pool``, a generator of its own (a copy of the
+            model) for the past versions to play with.
         log: where a curriculum raise is reported.
 
     Attributes:
@@ -58,6 +62,7 @@ class LocalRollouts:
         manager: the env manager of training episodes.
         evaluation: the greedy evaluation on held-out seeds.
         curriculum: the curriculum, with ``env.curriculum``.
+        pool: the past versions of the policy, with ``env.opponent_pool``.
     """
 
     def __init__(
@@ -68,10 +73,16 @@ class LocalRollouts:
         sampling: SamplingParams,
         *,
         reward_pool: Any = None,
+        past_generator: Any = None,
         log: Callable[[str], None] = print,
     ) -> None:
         self.config = config
         self.generator = generator
+        self.pool: OpponentPool | None = None
+        if config.env.opponent_pool is not None:
+            if past_generator is None:
+                raise ValueError("env.opponent_pool needs a generator for the past versions")
+            self.pool = OpponentPool(config.env.opponent_pool, past_generator, config.train.seed)
         self.manager: EnvManager | SelfPlayManager
         self.evaluation: GreedyEvaluation | SeatMatches
         if config.env.self_play:  # every seat the policy's; measured against fixed players
@@ -109,7 +120,17 @@ class LocalRollouts:
         self.manager.sampling = replace(
             self.manager.sampling, seed=hash((config.train.seed, step)) % 2**31
         )
-        trajectories = played = self.manager.rollout(seeds, group_ids=list(range(len(seeds))))
+        past = self.pool.draw(step) if self.pool is not None else None
+        against_past: dict[str, Any] = {}
+        if self.pool is not None and past is not None:
+            against_past = {
+                "past_generator": self.pool.generator,
+                "past_groups": self.pool.groups(len(seeds)),
+            }
+        trajectories = played = self.manager.rollout(
+            seeds, group_ids=list(range(len(seeds))), **against_past
+        )
+        pool_metrics = self._record_pool_games(past)
         sampling_metrics: dict[str, float] = {}
         if config.algorithm.dynamic_sampling:
             trajectories, played, sampling_metrics = self._resample_uniform_groups(
@@ -122,8 +143,24 @@ class LocalRollouts:
             **metrics,
             **self._advance_curriculum(step, metrics["rollout/success"]),
             **sampling_metrics,
+            **pool_metrics,
         }
         return trajectories
+
+    def _record_pool_games(self, past: Any) -> dict[str, float]:
+        """Gives the pool the policy's results against this step's past version; the
+        ``pool/`` metrics."""
+        if self.pool is None:
+            return {}
+        metrics = {"pool/versions": float(len(self.pool.versions))}
+        if past is not None:
+            assert isinstance(self.manager, SelfPlayManager)
+            results = self.manager.last_past_results
+            self.pool.record(past, results)
+            points = sum(1.0 if r and r > 0 else 0.0 if r and r < 0 else 0.5 for r in results)
+            metrics["pool/opponent_version"] = float(past.version)
+            metrics["pool/points_share"] = points / max(len(results), 1)
+        return metrics
 
     def metrics(self) -> dict[str, float]:
         """The last step's ``rollout/`` metrics, dynamic sampling's and the curriculum's."""
@@ -134,8 +171,11 @@ class LocalRollouts:
         return self.evaluation()
 
     def push_weights(self, state_dict: Any, version: int) -> None:
-        """Loads the policy's new weights into the generator."""
+        """Loads the policy's new weights into the generator (and, every
+        ``env.opponent_pool.every`` versions, a copy into the pool)."""
         self.generator.update_weights(state_dict)
+        if self.pool is not None:
+            self.pool.add(version, state_dict)
 
     def state_dict(self) -> dict[str, Any]:
         """The curriculum's level and recent success (``None`` without one)."""

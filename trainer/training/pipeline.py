@@ -318,12 +318,17 @@ class Pipeline:
                 config, generator_for(config, generator_model, self.tokenizer, device)
             )
         else:  # the generator starts from a copy of the policy: its weights are current
+            past_generator = None
+            if config.env.opponent_pool is not None:  # a copy of its own for past versions
+                past_model = copy.deepcopy(generator_model)
+                past_generator = generator_for(config, past_model, self.tokenizer, device)
             self.rollouts = LocalRollouts(
                 config,
                 self.tokenizer,
                 generator_for(config, generator_model, self.tokenizer, device),
                 self.sampling,
                 reward_pool=self.reward_pool,
+                past_generator=past_generator,
                 log=self._log,
             )
         self.step = 0

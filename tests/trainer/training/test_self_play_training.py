@@ -106,3 +106,20 @@ def test_roll_agent_train_self_play_runs_a_step_of_a_game_of_our_own(tmp_path):
             args += ["--set", setting]
     assert main(args) == 0
     assert (tmp_path / "run" / "checkpoints").is_dir()
+
+
+def test_roll_agent_eval_of_a_self_play_preset_prints_each_seats_results(tmp_path, capsys):
+    args = ["eval", "--env", "tictactoe-self-play", "--model", "tiny-random", "--episodes", "2"]
+    args += ["--output", str(tmp_path), "--set", "sampling.max_new_tokens=4"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if "player_" in line]
+    # two seats against each of the random player and the solver
+    assert sorted((row.split()[1], row.split()[3]) for row in rows) == [
+        ("random", "player_0"),
+        ("random", "player_1"),
+        ("solver", "player_0"),
+        ("solver", "player_1"),
+    ]
+    # a tiny random model's replies never beat the solver
+    assert all(row.split()[5] == "0.0%" for row in rows if " solver " in row)
