@@ -12,6 +12,13 @@ that ignores the game, against random players in the other seats, over several g
 A probe passes when its seat's mean return is at most 0 and it wins no game: a seat that
 resigns, stalls or plays illegal moves earns nothing.
 
+In some games a seat can win on the other seats' play alone: its team wins, or its rivals
+lose on their own (``metadata["passive_seat_can_win"]``). There a win proves nothing, so the
+probe is compared with a random player in the same seat, against the same random players on
+the same seeds: it passes when its mean return is at most 0, or at most the random player's.
+Ignoring the game must not pay, nor pay more than playing it at random. Its wins and the
+random player's are shown, not judged: they are the team's, or the rivals' mistakes.
+
 Example:
     >>> import rollenv
     >>> report = check_seat_rewards(rollenv.make_multi("textarena/TicTacToe-v0"), games=3)
@@ -59,12 +66,15 @@ class SeatProbeResult:
         agent: the seat it played.
         returns: its seat's summed reward in each game.
         wins: the games its seat won (the best result, above another seat's).
+        baseline: a random player's returns and wins in the same seat, in a game where a
+            passive seat can win (``None`` elsewhere).
     """
 
     probe: str
     agent: str
     returns: tuple[float, ...]
     wins: int
+    baseline: tuple[tuple[float, ...], int] | None = None
 
     @property
     def mean_return(self) -> float:
@@ -72,7 +82,10 @@ class SeatProbeResult:
 
     @property
     def passed(self) -> bool:
-        return self.mean_return <= 0 and self.wins == 0
+        if self.baseline is None:
+            return self.mean_return <= 0 and self.wins == 0
+        returns, _ = self.baseline
+        return self.mean_return <= max(0.0, statistics.fmean(returns))
 
 
 @dataclass(frozen=True)
@@ -91,11 +104,20 @@ class SeatRewardReport:
         return not self.earning
 
     def table(self) -> str:
-        lines = [f"{'probe':<20} {'seat':<10} {'mean return':>12} {'wins':>5}  verdict"]
+        lines = [
+            f"{'probe':<20} {'seat':<10} {'mean return':>12} {'wins':>5} "
+            f"{'random player':>14}  verdict"
+        ]
         for p in self.probes:
             verdict = "ok" if p.passed else "EARNS"
+            random_player = (
+                ""
+                if p.baseline is None
+                else (f"{statistics.fmean(p.baseline[0]):.3f}, {p.baseline[1]}")
+            )
             lines.append(
-                f"{p.probe:<20} {p.agent:<10} {p.mean_return:>12.3f} {p.wins:>5}  {verdict}"
+                f"{p.probe:<20} {p.agent:<10} {p.mean_return:>12.3f} {p.wins:>5} "
+                f"{random_player:>14}  {verdict}"
             )
         return "\n".join(lines)
 
@@ -109,18 +131,27 @@ def check_seat_rewards(env: Any, games: int = 8, seed: int = 0) -> SeatRewardRep
         ``report.table()`` shows each probe's return and wins.
     """
     game = env.unwrapped
+
+    def play(agent: str, player: Any) -> tuple[tuple[float, ...], int]:
+        policies: dict[str, Any] = {
+            other: RandomSeatPolicy(seed=seed + index)
+            for index, other in enumerate(game.possible_agents)
+        }
+        policies[agent] = player
+        returns, wins = [], 0
+        for game_seed in range(seed, seed + games):
+            record = play_game(env, policies, seed=game_seed)
+            returns.append(record.results[agent])
+            wins += game.won(agent)
+        return tuple(returns), wins
+
+    baselines = {}
+    if game.metadata.get("passive_seat_can_win"):
+        for index, agent in enumerate(game.possible_agents):
+            baselines[agent] = play(agent, RandomSeatPolicy(seed=seed + index))
     results = []
     for name, reply in PROBES.items():
         for agent in game.possible_agents:
-            policies: dict[str, Any] = {
-                other: RandomSeatPolicy(seed=seed + index)
-                for index, other in enumerate(game.possible_agents)
-            }
-            policies[agent] = _Probe(reply)
-            returns, wins = [], 0
-            for game_seed in range(seed, seed + games):
-                record = play_game(env, policies, seed=game_seed)
-                returns.append(record.results[agent])
-                wins += game.won(agent)
-            results.append(SeatProbeResult(name, agent, tuple(returns), wins))
+            returns, wins = play(agent, _Probe(reply))
+            results.append(SeatProbeResult(name, agent, returns, wins, baselines.get(agent)))
     return SeatRewardReport(game.metadata.get("name", type(game).__name__), tuple(results))

@@ -27,6 +27,14 @@ from rollenv.actions import AnswerFormat
 from rollenv.library_game_env import finite_reward
 from rollenv.turn_based_env import TurnBasedTextEnv
 
+#: games where a seat can win on the other seats' play alone, whatever it replies: its team
+#: wins (SecretMafia), the guesser guesses wrong (TruthAndDeception), the other snakes crash
+#: (Snake), or the rivals overpay while it bids nothing (SimpleBlindAuction). Their reward
+#: check compares a seat that ignores the game with a random player in that seat.
+PASSIVE_SEAT_CAN_WIN = frozenset(
+    {"SecretMafia-v0", "SimpleBlindAuction-v0", "Snake-v0", "TruthAndDeception-v0"}
+)
+
 
 class TextArenaTurnBased(TurnBasedTextEnv):
     """A TextArena game of two or more players, every seat played through ``step``.
@@ -64,7 +72,11 @@ class TextArenaTurnBased(TurnBasedTextEnv):
             max_actions=max_actions or self.table.game.max_turns * players,
             render_mode=render_mode,
         )
-        self.metadata = {**self.metadata, "name": f"textarena_{game}"}
+        self.metadata = {
+            **self.metadata,
+            "name": f"textarena_{game}",
+            "passive_seat_can_win": game in PASSIVE_SEAT_CAN_WIN,
+        }
         self._told_the_end: set[int] = set()  # the seats whose text said the game is over
 
     @property

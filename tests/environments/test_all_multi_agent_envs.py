@@ -49,28 +49,24 @@ def test_random_players_play_every_game_to_its_end_the_same_way_from_the_same_se
     assert play_game(again, players, seed=3) == record
 
 
-#: where a probe's seat won some games against random players in the other seats; why (the
-#: random players' own losses, or a reward that pays the probe) is not yet worked out
-PROBE_SEAT_WINS = {
-    "textarena/SecretMafia-v0",
-    "textarena/SimpleBlindAuction-v0",
-    "textarena/Snake-v0",
-    "textarena/TruthAndDeception-v0",
-}
-
-
-@pytest.mark.parametrize(
-    "env_id",
-    [
-        pytest.param(
-            env_id,
-            marks=pytest.mark.xfail(env_id in PROBE_SEAT_WINS, reason="open: see PROBE_SEAT_WINS"),
-        )
-        for env_id in MULTI_AGENT_IDS
-    ],
-)
+@pytest.mark.parametrize("env_id", MULTI_AGENT_IDS)
 def test_a_seat_that_stalls_resigns_or_plays_illegal_moves_earns_nothing(env_id):
     from rollenv.seat_reward_checker import check_seat_rewards
 
     report = check_seat_rewards(rollenv.make_multi(env_id), games=4)
     assert report.passed, report.table()
+
+
+def test_where_a_passive_seat_can_win_a_probe_is_measured_against_a_random_player():
+    from rollenv.seat_reward_checker import SeatProbeResult, check_seat_rewards
+
+    # the rule: at most 0, or at most the random player's mean return; wins are not judged
+    assert SeatProbeResult("p", "player_0", (0.4, 0.4), 2, ((0.5, 0.5), 0)).passed
+    assert not SeatProbeResult("p", "player_0", (0.6, 0.6), 2, ((0.5, 0.5), 2)).passed
+    assert not SeatProbeResult("p", "player_0", (0.1, 0.1), 1, ((-0.5, -0.5), 1)).passed
+    assert not SeatProbeResult("p", "player_0", (-0.1, -0.1), 1).passed  # elsewhere: no win
+    snake = check_seat_rewards(rollenv.make_multi("textarena/Snake-v0"), games=2)
+    assert all(probe.baseline is not None for probe in snake.probes)
+    assert "random player" in snake.table()
+    tic_tac_toe = check_seat_rewards(rollenv.make_multi("textarena/TicTacToe-v0"), games=2)
+    assert all(probe.baseline is None for probe in tic_tac_toe.probes)
