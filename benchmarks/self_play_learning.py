@@ -38,6 +38,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import torch
 from report import RESULTS_DIR, add_common_arguments, parse_arguments, write_report
 from table import print_table
 
@@ -88,8 +89,6 @@ def checkpoints(run: Path) -> list[dict[str, Any]]:
             if phase == "warm start":
                 elapsed = json.loads((folder / "sft_state.json").read_text())["run_elapsed_s"]
             else:
-                import torch
-
                 state = torch.load(folder / "trainer_state.pt", weights_only=False)
                 elapsed = state["run_elapsed_s"]
             step = int(folder.name.removeprefix("step-"))
@@ -107,14 +106,28 @@ def run_config(run: Path) -> Config:
     )
     if not saved:
         raise SystemExit(f"{run} has no RL checkpoint: train it first (see --help)")
-    return build_config(json.loads(saved[-1].read_text()))
+    return build_config(
+        _set_fields(json.loads(saved[-1].read_text()), build_config({}).model_dump())
+    )
+
+
+def _set_fields(tree: Any, defaults: Any) -> Any:
+    """The fields of a saved config that differ from the defaults (a saved config lists them
+    all, and some are options of settings not chosen)."""
+    if not isinstance(tree, dict) or not isinstance(defaults, dict):
+        return tree
+    return {
+        key: _set_fields(value, defaults.get(key))
+        for key, value in tree.items()
+        if key not in defaults or value != defaults[key]
+    }
 
 
 def play_matches(config: Config, model: str, games: int, folder: Path) -> dict[str, Any]:
     """``games`` greedy games of ``model`` in each seat against each fixed player."""
-    tree = config.model_dump()
-    tree["model"]["name"] = model
-    tree["train"]["output_dir"] = str(folder)
+    tree = _set_fields(config.model_dump(), build_config({}).model_dump())
+    tree.setdefault("model", {})["name"] = model
+    tree.setdefault("train", {})["output_dir"] = str(folder)
     metrics = evaluate_model(build_config(tree), games)
     return {
         f"{opponent}/{seat}": {o: metrics[f"eval/{opponent}/{seat}/{o}"] for o in OUTCOMES}
