@@ -803,6 +803,11 @@ class SftConfig(_Section):
     checkpoint_minutes: float = Field(5.0, gt=0.0)
     """A warm-start checkpoint this often (and on Ctrl-C), so ``--resume`` loses at most this
     much."""
+    random_opponent_share: float = Field(0.0, ge=0.0, le=1.0)
+    """With ``env.self_play``: the share of warm-start games in which a random player takes
+    every seat but one, whose replies (the solver's) are trained, each seat in turn. The
+    solver's moves are then learnt in positions its own play never reaches; in the other
+    games the solver writes every seat."""
 
 
 class RewardsConfig(_Section):
@@ -1048,6 +1053,11 @@ class Config(_Section):
             raise ValueError(
                 "env.curriculum needs rollout.mode=local (the Ray env manager actors keep the "
                 "kwargs they were started with)"
+            )
+        if self.sft.random_opponent_share and not self.env.self_play:
+            raise ValueError(
+                "sft.random_opponent_share seats random players in self-play's warm start: set "
+                "env.self_play=true, or leave it 0"
             )
         if self.env.self_play and (self.rollout.mode != "local" or self.agent.function):
             raise ValueError(

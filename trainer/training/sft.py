@@ -30,7 +30,7 @@ from typing import Any
 import torch
 
 from rollenv.policies import oracle_for
-from rollenv.seat_policies import SolverPolicy
+from rollenv.seat_policies import RandomSeatPolicy, SolverPolicy
 from trainer.config import Config
 from trainer.evaluation.held_out import GreedyEvaluation
 from trainer.evaluation.seat_matches import SeatMatches
@@ -38,7 +38,7 @@ from trainer.models import load_model, load_tokenizer
 from trainer.rollout.env_manager import EnvManager
 from trainer.rollout.seeds import step_seeds
 from trainer.rollout.self_play import SelfPlayManager
-from trainer.rollout.trajectory import Sample
+from trainer.rollout.trajectory import Sample, Trajectory
 from trainer.strategies import STRATEGIES
 from trainer.strategies.batch import TokenBatch
 from trainer.strategies.from_config import build_strategy, resolve_device
@@ -144,9 +144,11 @@ class OracleSFT:
         if config.env.self_play:
             self.manager = SelfPlayManager.from_config(config, self.tokenizer, None, 1)
             self._oracle: Any = SolverPolicy(seed=config.train.seed)
+            self._against_random = self._seats_against_random(config)
         else:
             self.manager = EnvManager.from_config(config, self.tokenizer, None, group_size=1)
             self._oracle = oracle_for
+            self._against_random = []
         state = None
         if resume_from is not None:
             state = json.loads((Path(resume_from) / STATE_FILE).read_text())
@@ -173,6 +175,47 @@ class OracleSFT:
             self.log(f"Resumed the warm start from {resume_from} at step {self.step}.")
         self._batches = self._batch_stream(skip=self.step)
 
+    def _seats_against_random(self, config: Config) -> list[SelfPlayManager]:
+        """With ``sft.random_opponent_share``: a manager per seat, the other seats random."""
+        if not config.sft.random_opponent_share:
+            return []
+        agents = self.manager.agents
+        return [
+            SelfPlayManager.from_config(
+                config,
+                self.tokenizer,
+                None,
+                1,
+                opponents={
+                    other: RandomSeatPolicy(seed=config.train.seed + index)
+                    for index, other in enumerate(agents)
+                    if other != agent
+                },
+            )
+            for agent in agents
+        ]
+
+    def _oracle_games(self, start: int, seeds: list[int]) -> list[Trajectory]:
+        """The oracle's episodes of ``seeds`` (episodes ``start, start + 1, ...`` of the warm
+        start). In self-play with ``sft.random_opponent_share``, evenly spread games of them
+        seat random players in every seat but one, each seat in turn."""
+        if not self._against_random:
+            return self.manager.rollout(seeds, policy=self._oracle)
+        share = self.config.sft.random_opponent_share
+        solver_only: list[int] = []
+        against_random: dict[int, list[int]] = {}
+        for index, seed in enumerate(seeds, start):
+            count = math.floor((index + 1) * share)
+            if count > math.floor(index * share):  # the count-th game against random players
+                seat = count % len(self._against_random)
+                against_random.setdefault(seat, []).append(seed)
+            else:
+                solver_only.append(seed)
+        played = self.manager.rollout(solver_only, policy=self._oracle) if solver_only else []
+        for seat, seat_seeds in sorted(against_random.items()):
+            played += self._against_random[seat].rollout(seat_seeds, policy=self._oracle)
+        return played
+
     def _batch_stream(self, skip: int) -> Iterator[tuple[int, list[Sample]]]:
         """The batches of every epoch, the first ``skip`` left out (trained on before a resume).
 
@@ -190,7 +233,7 @@ class OracleSFT:
             self.episodes_seen = start + len(chunk)
             if index <= skip and sft.epochs == 1:
                 continue
-            samples = samples_of(self.manager.rollout(chunk, policy=self._oracle))
+            samples = samples_of(self._oracle_games(start, chunk))
             if sft.epochs > 1:
                 kept += samples
             if index > skip:

@@ -123,3 +123,27 @@ def test_roll_agent_eval_of_a_self_play_preset_prints_each_seats_results(tmp_pat
     ]
     # a tiny random model's replies never beat the solver
     assert all(row.split()[5] == "0.0%" for row in rows if " solver " in row)
+
+
+def test_a_share_of_the_warm_starts_games_seats_random_players_around_the_solver(tmp_path):
+    config = load_config(
+        None,
+        [
+            *SELF_PLAY,
+            f"train.output_dir={tmp_path}",
+            "env.max_turns=5",
+            "sft.episodes=4",
+            "sft.batch_sequences=4",
+            "sft.random_opponent_share=0.5",
+        ],
+    )
+    sft = OracleSFT(config, log=lambda line: None)
+    try:
+        _, samples = next(sft._batches)
+    finally:
+        sft.close()
+    # of 4 games, 2 solver against solver (both seats kept) and 2 against a random player (one
+    # seat kept, each seat once): 6 samples
+    assert len(samples) == 6
+    with pytest.raises(ConfigError, match="sft.random_opponent_share"):
+        load_config(None, ["sft.random_opponent_share=0.5"])
