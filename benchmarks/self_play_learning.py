@@ -7,12 +7,12 @@ It reads a finished run of the ``tictactoe-self-play`` preset (or any ``env.self
 
 and measures it in two ways:
 
-1. **Matches.** Three policies play ``--games`` greedy games in each seat against a random
-   player and against the game's solver (what ``roll-agent eval --env tictactoe-self-play
-   --model M --episodes N`` prints): the model before training (the run's ``model.name``), the
-   warm start's last checkpoint, and the run's last checkpoint. The goal, over ``--games``
-   games in each seat: no loss to the random player in either seat, and at least half the
-   games against the solver drawn (or won) as the first player.
+1. **Matches.** The model before training (the run's ``model.name``) and the run's last
+   checkpoint (and, with ``--with-warm-start``, the warm start's last checkpoint) play
+   ``--games`` greedy games in each seat against a random player and against the game's
+   solver (what ``roll-agent eval --env tictactoe-self-play --model M --episodes N`` prints).
+   The goal, over ``--games`` games in each seat: no loss to the random player in either seat,
+   and at least half the games against the solver drawn (or won) as the first player.
 2. **Ratings.** The warm start's last checkpoint and every RL checkpoint meet the random
    player, the solver and each other in a round robin, ``roll-agent leaderboard rate`` with
    ``--games`` ``--rate-games``, into a database of its own beside the JSON; each player's
@@ -26,6 +26,7 @@ Run (from the repository root)::
 
     python benchmarks/self_play_learning.py --quick   # trains a tiny random model for 1 step
     python benchmarks/self_play_learning.py           # runs/tictactoe-self-play, ~40 minutes
+    python benchmarks/self_play_learning.py --with-warm-start
 """
 
 from __future__ import annotations
@@ -58,6 +59,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--rate-games", type=int, default=4, help="round robin: games per ordered pair (4)"
     )
+    parser.add_argument(
+        "--with-warm-start",
+        action="store_true",
+        help="also match the warm start's last checkpoint (about 14 more minutes)",
+    )
     add_common_arguments(
         parser,
         default_json=RESULTS_DIR / "self_play_tictactoe.json",
@@ -74,6 +80,7 @@ def quick_run(folder: Path) -> Path:
         "--set", "sft.max_minutes=0.2", "--set", "train.eval_before=false",
         "--set", "train.eval_every_minutes=null", "--set", "env.groups_per_step=1",
         "--set", "env.group_size=2", "--set", "train.checkpoint_every=1",
+        "--set", "model.trainable_layers=null", "--set", "sampling.max_new_tokens=4",
     ]  # fmt: skip
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
     return folder
@@ -149,13 +156,13 @@ def goal(matches: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def rate(game: str, kwargs: dict[str, Any], players: list[str], games: int, db: Path) -> str:
-    """``roll-agent leaderboard rate`` over ``players``; returns what it printed."""
+def rate(game: str, kwargs: dict[str, Any], players: list[str], games: int, db: Path) -> None:
+    """``roll-agent leaderboard rate`` over ``players``, its table printed as it ends."""
     command = [
         sys.executable, "-m", "trainer.cli", "leaderboard", "rate", game, *players,
         "--games", str(games), "--kwargs", json.dumps(kwargs), "--db", str(db),
     ]  # fmt: skip
-    return subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    subprocess.run(command, check=True)
 
 
 def ratings_of(db: Path, game: str) -> dict[str, dict[str, float]]:
@@ -226,9 +233,10 @@ def main(argv: list[str] | None = None) -> int:
     report.update({"run": str(run), "game": config.env.id, "games": args.games})
     report.setdefault("matches", {})
     evaluations = run / "evaluations.jsonl"
-    report["run_evaluations"] = [json.loads(line) for line in evaluations.read_text().splitlines()]
+    told = evaluations.read_text().splitlines() if evaluations.exists() else []
+    report["run_evaluations"] = [json.loads(line) for line in told]
     models = {"before training": config.model.name}
-    if warm:
+    if warm and args.with_warm_start:
         models["after the warm start"] = warm[-1]["model"]
     models["end of the run"] = rl[-1]["model"]
     for label, model in models.items():
@@ -243,20 +251,33 @@ def main(argv: list[str] | None = None) -> int:
     for label, entry in report["matches"].items():
         for key, shares in entry["results"].items():
             rows.append([label, *key.split("/"), *(f"{100 * shares[o]:.1f}%" for o in OUTCOMES)])
-    print_table(["policy", "against", "seat", "win", "draw", "loss"], rows)
+    print_table(
+        ["policy", "against", "seat", "win", "draw", "loss"],
+        rows,
+        f"{config.env.id}: greedy, {args.games} games a seat against each player",
+        left_columns=3,
+    )
 
     players = ["random", "solver", *(c["model"] for c in (warm[-1:] + rl))]
     db = args.json.with_suffix(".db")
     if "ratings" not in report:
         print(f"round robin of {len(players)} players, {args.rate_games} games a pair...")
-        report["rate_output"] = rate(config.env.id, config.env.kwargs, players, args.rate_games, db)
+        rate(config.env.id, config.env.kwargs, players, args.rate_games, db)
         report["ratings"] = ratings_of(db, config.env.id)
         write_report(args.json, {"figures": report}, announce=False)
     report["checkpoints"] = warm[-1:] + rl
     for checkpoint in report["checkpoints"]:
         if checkpoint["model"] in report["ratings"]:
             checkpoint["rating"] = report["ratings"][checkpoint["model"]]
-    print(report["rate_output"])
+    rows = [
+        [name, f"{r['mu']:.2f}", f"{r['mu'] - 2 * r['sigma']:.2f}..{r['mu'] + 2 * r['sigma']:.2f}"]
+        for name, r in sorted(report["ratings"].items(), key=lambda item: -item[1]["mu"])
+    ]
+    print_table(
+        ["player", "mu", "mu +- 2 sigma"],
+        rows,
+        f"ratings: a round robin of {args.rate_games} games a pair",
+    )
     final = report["matches"]["end of the run"]["goal"]
     print(
         f"goal (end of the run, {args.games} games a seat): losses to random "
