@@ -146,7 +146,15 @@ def run_leaderboard_rate(args: argparse.Namespace) -> int:
     from rollenv import UnknownEnvError
     from trainer.evaluation.tournament import round_robin, seat_policy
 
-    with open_store(args.db) as store:
+    pairs = len(args.players) * (len(args.players) - 1)
+    with open_store(args.db) as store, labelled_progress(pairs * args.games, "games") as progress:
+        played = 0
+
+        def one_more(record: Any) -> None:
+            nonlocal played
+            played += 1
+            progress(" vs ".join(record.players), played)
+
         try:
             records = round_robin(
                 args.game,
@@ -154,6 +162,7 @@ def run_leaderboard_rate(args: argparse.Namespace) -> int:
                 args.games,
                 env_kwargs=args.kwargs,
                 make_player=functools.partial(seat_policy, tokenizer=args.tokenizer),
+                on_match=one_more,
             )
         except (ValueError, UnknownEnvError) as error:
             raise UsageError(str(error)) from None
