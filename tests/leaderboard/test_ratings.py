@@ -105,40 +105,19 @@ def test_a_served_model_plays_the_round_robin_through_openai(tmp_path: Path, cap
     pytest.importorskip("pettingzoo")
     pytest.importorskip("textarena")
     pytest.importorskip("openai")
-    import signal
-    import socket
-    import subprocess
-    import sys
-
+    from tests.served_tiny_random import free_port, served_tiny_random
     from trainer.cli.main import main
     from trainer.evaluation.tournament import round_robin
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     served = f"openai:http://127.0.0.1:{port}/v1#tiny-random"
     db = tmp_path / "results.db"
     args = ["leaderboard", "rate", TTT, "solver", served, "--games", "1", "--db", str(db)]
     assert main(args) == 2  # nothing listens yet
     assert "does not answer" in capsys.readouterr().err
-    command = [sys.executable, "-m", "trainer.cli", "serve", "--model", "tiny-random"]
-    server = subprocess.Popen(
-        [*command, "--port", str(port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        for line in server.stdout:  # printed once its socket listens
-            if line.startswith("Serving tiny-random at"):
-                break
-        else:
-            pytest.fail(f"roll-agent serve ended with {server.wait()}")
+    with served_tiny_random(port) as endpoint:
+        assert endpoint == served
         assert main(args) == 0
-    finally:
-        server.send_signal(signal.SIGINT)
-        server.wait(timeout=60)
     with ResultStore(db) as store:
         matches = [record for _, record in store.matches(TTT)]
     assert sorted(record.players for record in matches) == [(served, "solver"), ("solver", served)]

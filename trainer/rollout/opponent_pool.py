@@ -36,7 +36,15 @@ import torch
 
 from trainer.config import OpponentPoolConfig
 
-__all__ = ["OpponentPool", "PastVersion"]
+__all__ = ["OpponentPool", "PastVersion", "points"]
+
+
+def points(result: float | None) -> float:
+    """The policy's points for one game's result: a win 1, a loss 0, a draw (or a game cut
+    short, ``None``) 1/2."""
+    if result is None or result == 0:
+        return 0.5
+    return 1.0 if result > 0 else 0.0
 
 
 @dataclass
@@ -112,9 +120,8 @@ class OpponentPool:
     def record(self, past: PastVersion, results: Sequence[float | None]) -> None:
         """Adds the policy's results against ``past`` (a game cut short, ``None``, counts as
         a draw)."""
-        for result in results:
-            past.games += 1
-            past.points += 1.0 if result and result > 0 else 0.0 if result and result < 0 else 0.5
+        past.games += len(results)
+        past.points += sum(map(points, results))
 
     def groups(self, groups_per_step: int) -> int:
         """How many of a step's groups play against the drawn version."""

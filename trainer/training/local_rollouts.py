@@ -23,7 +23,7 @@ from trainer.evaluation.seat_matches import SeatMatches
 from trainer.generation.base import SamplingParams
 from trainer.rollout.env_manager import EnvManager
 from trainer.rollout.metrics import rollout_metrics
-from trainer.rollout.opponent_pool import OpponentPool
+from trainer.rollout.opponent_pool import OpponentPool, points
 from trainer.rollout.seeds import step_seeds
 from trainer.rollout.self_play import SelfPlayManager
 from trainer.rollout.trajectory import Trajectory
@@ -157,9 +157,8 @@ class LocalRollouts:
             assert isinstance(self.manager, SelfPlayManager)
             results = self.manager.last_past_results
             self.pool.record(past, results)
-            points = sum(1.0 if r and r > 0 else 0.0 if r and r < 0 else 0.5 for r in results)
             metrics["pool/opponent_version"] = float(past.version)
-            metrics["pool/points_share"] = points / max(len(results), 1)
+            metrics["pool/points_share"] = sum(map(points, results)) / max(len(results), 1)
         return metrics
 
     def metrics(self) -> dict[str, float]:

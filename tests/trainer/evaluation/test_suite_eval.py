@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -15,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from leaderboard.store import ResultStore
+from tests.served_tiny_random import free_port, served_tiny_random
 from trainer.cli.main import main
 
 pytestmark = pytest.mark.slow
@@ -80,45 +80,13 @@ def test_an_identical_eval_is_reported_not_replayed_unless_forced(tmp_path, caps
     assert sorted(_stored(db)) == sorted(first)
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def test_a_served_model_matches_the_same_model_in_process(tmp_path):
     """tiny-random greedy through ``roll-agent serve`` and ``openai:`` plays the same episodes
     as in this process: the same replies, turn by turn."""
     db = tmp_path / "board.db"
-    port = _free_port()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "trainer.cli",
-            "serve",
-            "--model",
-            "tiny-random",
-            "--port",
-            str(port),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        for line in server.stdout:  # printed once its socket listens
-            if line.startswith("Serving tiny-random at"):
-                break
-        else:
-            pytest.fail(f"roll-agent serve ended with {server.wait()}")
+    with served_tiny_random(free_port()) as endpoint:
         _eval(db, "--model", "tiny-random", "--suite", "smoke")
-        endpoint = f"openai:http://127.0.0.1:{port}/v1#tiny-random"
         _eval(db, "--model", endpoint, "--suite", "smoke")
-    finally:
-        server.send_signal(signal.SIGINT)
-        server.wait(timeout=60)
     with ResultStore(db) as store:
         board = store.board("smoke")
         assert [row.evaluation.identity.model for row in board.rows] == ["tiny-random"] * 2
