@@ -21,7 +21,7 @@ Example:
     >>> [past.version for past in pool.versions]  # every 2nd version, the newest 2
     [4, 6]
     >>> pool.record(pool.versions[0], [1.0, 1.0, 1.0, 0.0])  # version 4: beaten 3.5 of 4
-    >>> [round(p, 3) for p in pool.priorities()]  # (1 - 4.5/6) ** 2 and (1 - 1/2) ** 2
+    >>> [round(p, 4) for p in pool.priorities()]  # (1 - 4.5/6) ** 2 and (1 - 1/2) ** 2
     [0.0625, 0.25]
 """
 
