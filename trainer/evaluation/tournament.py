@@ -12,8 +12,9 @@ A player is named by a string:
   server (``roll-agent serve``, vLLM), its tokenizer the served model id's unless given.
 
 Every ordered pair of players meets ``games`` times (seeds ``0 .. games - 1``), each taking the
-first seat in its half, so each seat's advantage evens out. Each game is a
-``leaderboard.records.MatchRecord`` with every move and what the mover had been told.
+first seat in its half, so each seat's advantage evens out. All the games are played side by
+side, so a model player generates its moves in every game waiting for it as one batch. Each game
+is a ``leaderboard.records.MatchRecord`` with every move and what the mover had been told.
 
 Example:
     >>> records = round_robin("textarena/TicTacToe-v0", ["random", "solver"], games=2)
@@ -30,7 +31,13 @@ from typing import Any
 
 import rollenv
 from leaderboard.records import MatchMove, MatchRecord
-from rollenv.seat_policies import RandomSeatPolicy, SeatPolicy, SolverPolicy, play_game
+from rollenv.seat_policies import (
+    GameRecord,
+    RandomSeatPolicy,
+    SeatPolicy,
+    SolverPolicy,
+    play_games,
+)
 
 __all__ = ["ModelSeatPolicy", "round_robin", "seat_policy"]
 
@@ -97,6 +104,21 @@ class ModelSeatPolicy:
         self._chats = {}
 
     def reply(self, env: Any, agent: str) -> str:
+        [reply] = self.replies([(env, agent)])
+        return reply
+
+    def replies(self, turns: Sequence[tuple[Any, str]]) -> list[str]:
+        """The replies to several games' turns, generated as one batch."""
+        prompts = [self._prompt(env, agent) for env, agent in turns]
+        outputs = self.generator.generate(prompts, self.sampling)
+        replies = []
+        for (env, agent), output in zip(turns, outputs, strict=True):
+            reply = self.tokenizer.decode(output.token_ids, skip_special_tokens=True)
+            self._chats[(id(env), agent)].append({"role": "assistant", "content": reply})
+            replies.append(reply)
+        return replies
+
+    def _prompt(self, env: Any, agent: str) -> list[int]:
         told = env.observe(agent)
         chat = self._chats.setdefault(
             (id(env), agent), [{"role": "system", "content": told["instruction"]}]
@@ -107,10 +129,7 @@ class ModelSeatPolicy:
         while len(prompt) > room and len(chat) > 2:
             del chat[1:3]  # the oldest exchange: what the seat was told, and its reply
             prompt = self.chat.prompt(chat)
-        [output] = self.generator.generate([prompt], self.sampling)
-        reply = self.tokenizer.decode(output.token_ids, skip_special_tokens=True)
-        chat.append({"role": "assistant", "content": reply})
-        return reply
+        return prompt
 
 
 def seat_policy(name: str, seed: int = 0, tokenizer: str | None = None) -> SeatPolicy:
@@ -154,29 +173,38 @@ def round_robin(
     if "solver" in players and env.unwrapped.solver() is None:
         raise ValueError(f"{game} has no solver: leave 'solver' out of the players")
     built = {name: make_player(name) for name in players}
-    records = []
-    for first, second in itertools.permutations(players, 2):
-        for seed in range(games):
-            record = _play(env, game, seed, (first, second), built)
-            records.append(record)
-            if on_match is not None:
-                on_match(record)
-    env.close()
-    return records
-
-
-def _play(
-    env: Any, game: str, seed: int, names: tuple[str, ...], built: dict[str, SeatPolicy]
-) -> MatchRecord:
-    for name in names:
-        getattr(built[name], "new_game", lambda: None)()
+    for player in built.values():
+        getattr(player, "new_game", lambda: None)()
+    matches = [
+        pair + (seed,) for pair in itertools.permutations(players, 2) for seed in range(games)
+    ]
     seats = env.possible_agents
-    players = {agent: built[name] for agent, name in zip(seats, names, strict=True)}
-    played = play_game(env, players, seed)
-    final = env.unwrapped.final_results
-    results = tuple(None if played.truncated or not final else final[a] for a in seats)
-    moves = tuple(
-        MatchMove(seats.index(agent), told, reply)
-        for (agent, reply), told in zip(played.turns, played.told, strict=True)
+    env.close()
+    envs = [rollenv.make_multi(game, **(env_kwargs or {})) for _ in matches]
+    records: list[MatchRecord | None] = [None] * len(matches)
+
+    def ended(index: int, played: GameRecord) -> None:
+        *names, seed = matches[index]
+        final = envs[index].unwrapped.final_results
+        results = tuple(None if played.truncated or not final else final[a] for a in seats)
+        moves = tuple(
+            MatchMove(seats.index(agent), told, reply)
+            for (agent, reply), told in zip(played.turns, played.told, strict=True)
+        )
+        records[index] = MatchRecord(game, seed, tuple(names), results, moves, time.time())
+        envs[index].close()
+        if on_match is not None:
+            on_match(records[index])
+
+    play_games(
+        [
+            (
+                env,
+                {seat: built[name] for seat, name in zip(seats, (first, second), strict=True)},
+                seed,
+            )
+            for env, (first, second, seed) in zip(envs, matches, strict=True)
+        ],
+        on_end=ended,
     )
-    return MatchRecord(game, seed, names, results, moves, time.time())
+    return [record for record in records if record is not None]
