@@ -99,9 +99,10 @@ def checkpoints(run: Path) -> list[dict[str, Any]]:
                 state = torch.load(folder / "trainer_state.pt", weights_only=False)
                 elapsed = state["run_elapsed_s"]
             step = int(folder.name.removeprefix("step-"))
+            saved = (folder / "COMPLETE").stat().st_mtime
             found.append(
                 {"model": str(folder / "model"), "phase": phase, "step": step,
-                 "minute": elapsed / 60}
+                 "minute": elapsed / 60, "saved": saved}
             )  # fmt: skip
     return sorted(found, key=lambda c: (c["phase"] != "warm start", c["step"]))
 
@@ -225,12 +226,18 @@ def main(argv: list[str] | None = None) -> int:
     found = checkpoints(run)
     warm = [c for c in found if c["phase"] == "warm start"]
     rl = [c for c in found if c["phase"] == "rl"]
+    # a run is known by its folder and the times its checkpoints were saved: a new run in the
+    # same folder (the preset's) is measured afresh, its ratings in a database of their own
+    saves = {c["model"]: c["saved"] for c in found}
     report: dict[str, Any] = {}
+    db = args.json.with_suffix(".db")
     if args.json.exists():
         report = json.loads(args.json.read_text()).get("figures", {})
-        if report.get("run") != str(run) or report.get("games") != args.games:
+        same_run = report.get("run") == str(run) and report.get("saves") == saves
+        if not same_run or report.get("games") != args.games:
             report = {}  # another run's or another size's figures: start again
-    report.update({"run": str(run), "game": config.env.id, "games": args.games})
+            db.unlink(missing_ok=True)
+    report.update({"run": str(run), "game": config.env.id, "games": args.games, "saves": saves})
     report.setdefault("matches", {})
     evaluations = run / "evaluations.jsonl"
     told = evaluations.read_text().splitlines() if evaluations.exists() else []
@@ -259,7 +266,6 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     players = ["random", "solver", *(c["model"] for c in (warm[-1:] + rl))]
-    db = args.json.with_suffix(".db")
     if "ratings" not in report:
         print(f"round robin of {len(players)} players, {args.rate_games} games a pair...")
         rate(config.env.id, config.env.kwargs, players, args.rate_games, db)
