@@ -211,11 +211,7 @@ def _summary(
     if pipeline.stopped_early:
         commands.append(("resume", resume))
     elif not without_rl:
-        more = shlex.join(
-            ["roll-agent", *_without_resume(args.command_line, drop_steps=True)]
-            + ["--steps", str(2 * pipeline.step), "--resume"]
-        )
-        commands.append(("train on", more))
+        commands.append(("train on", _train_on(args.command_line, config, pipeline)))
     evaluations = pipeline.evaluations
     return RunSummary(
         stopped_early=pipeline.stopped_early,
@@ -240,6 +236,33 @@ def _episodes_page(checkpoint: Path) -> str:
     except ImportError:  # the page needs the [leaderboard] extra
         return "http://127.0.0.1:8080 (pip install 'rollenv[leaderboard]')"
     return f"http://127.0.0.1:8080/{model_path(parse_model(str(checkpoint / 'model')).name)}"
+
+
+def _train_on(command_line: list[str], config: Config, pipeline: Pipeline) -> str:
+    """The command that trains a finished run as long again: twice the minutes where the time
+    limit ended it (the clock goes on from the checkpoint's), else twice the steps."""
+    budget = config.train.max_minutes
+    if pipeline.out_of_time and budget is not None:
+        kept = _without_setting(_without_resume(command_line), "train.max_minutes")
+        more = ["--set", f"train.max_minutes={2 * budget:g}", "--resume"]
+    else:
+        kept = _without_resume(command_line, drop_steps=True)
+        more = ["--steps", str(2 * pipeline.step), "--resume"]
+    return shlex.join(["roll-agent", *kept, *more])
+
+
+def _without_setting(command_line: list[str], field: str) -> list[str]:
+    """``command_line`` without its ``--set FIELD=...``."""
+    kept: list[str] = []
+    arguments = iter(command_line)
+    for argument in arguments:
+        if argument == "--set":
+            value = next(arguments, "")
+            if not value.startswith(f"{field}="):
+                kept += [argument, value]
+        elif not argument.startswith(f"--set={field}="):
+            kept.append(argument)
+    return kept
 
 
 def _without_resume(command_line: list[str], *, drop_steps: bool = False) -> list[str]:

@@ -263,6 +263,7 @@ class Pipeline:
         if not resume:  # this run's curve only (the CLI refuses a folder holding another run)
             self.evaluation_log.truncate(WARM_START, -1)
         self.stopped_early = False
+        self.out_of_time = False  # ended by train.max_minutes, not by train.steps
         self._closed = False
         torch.manual_seed(config.train.seed)
         random.seed(config.train.seed)
@@ -684,6 +685,7 @@ class Pipeline:
                         path = self.save()
                         self._log(f"Saved {path}")
                     if out_of_time:
+                        self.out_of_time = True
                         self._log(
                             f"Stopped at step {self.step}: the run's "
                             f"{config.max_minutes:g} minutes (train.max_minutes) have passed."

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 import shutil
 from pathlib import Path
 
@@ -198,3 +199,20 @@ def test_check_refuses_a_run_and_overwrite_deletes_only_what_the_run_wrote(tmp_p
 
     assert sorted(path.name for path in tmp_path.iterdir()) == ["notes.md"]
     check_run_folder(config, resume=False, overwrite=False)  # now free
+
+
+def test_a_run_ended_by_its_time_limit_trains_on_with_twice_the_minutes(tmp_path):
+    """Twice the steps would not go on: the resumed clock starts at the time already spent."""
+    folder = tmp_path / "run"
+    result = _train(folder, 50, "--set", "train.max_minutes=0.001")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "train.max_minutes) have passed" in result.stdout
+    train_on = next(line for line in result.stdout.splitlines() if "train on:" in line)
+    command = shlex.split(train_on.split("train on: ", 1)[1])
+    assert command[-3:] == ["--set", "train.max_minutes=0.002", "--resume"]
+    assert "train.max_minutes=0.001" not in command
+    assert command[command.index("--steps") + 1] == "50"  # the steps asked for stay
+    resumed = _run_train(command[2:])
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "at step 1" in resumed.stdout
+    assert _logged_steps(folder)[:2] == [1, 2]
