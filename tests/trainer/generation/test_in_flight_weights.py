@@ -72,6 +72,57 @@ def test_recompute_prefix_samples_after_the_update_exactly_as_the_new_weights_wo
         assert output.logprobs[SWITCH_AT:] == pytest.approx(expected.logprobs, abs=1e-4)
 
 
+@pytest.mark.parametrize("preallocate_cache", [False, True])
+def test_recompute_prefix_on_long_ragged_prompts_and_a_queue_samples_as_the_new_weights(
+    preallocate_cache,
+):
+    """Prompts of 1 to 1,500 tokens, more than the engine's batch (two wait in the queue when
+    the weights arrive, and run wholly under the new ones), the cache grown or allocated up
+    front: after the switch every reply goes on as the new weights would from its prefix."""
+    old, tokenizer = load_model("tiny-random", seed=0)
+    new, _ = load_model("tiny-random", seed=1)
+    engine = ContinuousGenerator(
+        old, tokenizer, max_batch_size=4, max_context=1600, preallocate_cache=preallocate_cache
+    )
+    fresh = ContinuousGenerator(new, tokenizer)
+    generator = torch.Generator().manual_seed(0)
+    prompts = [
+        torch.randint(10, 40000, (length,), generator=generator).tolist()
+        for length in (700, 1, 257, 1500, 33, 90)
+    ]
+    params = SamplingParams(max_new_tokens=40, temperature=0.0, ignore_eos=True)
+    switch_at, state = 17, {"steps": 0, "version": 0}
+
+    def load_pending():
+        state["steps"] += 1
+        if state["steps"] == switch_at + 1:
+            engine.update_weights(new.state_dict())
+            state["version"] = 1
+            return True
+        return False
+
+    outputs = decode_with_updates(
+        engine,
+        prompts,
+        params,
+        version=lambda: state["version"],
+        load_pending=load_pending,
+        mode="recompute_prefix",
+    )
+    queued = 0
+    for prompt, output in zip(prompts, outputs, strict=True):
+        assert len(output.token_ids) == params.max_new_tokens
+        old_tokens = output.weight_versions.count(0)
+        assert output.weight_versions == [0] * old_tokens + [1] * (40 - old_tokens)
+        queued += old_tokens == 0
+        rest = SamplingParams(max_new_tokens=40 - old_tokens, temperature=0.0, ignore_eos=True)
+        [expected] = fresh.generate([prompt + output.token_ids[:old_tokens]], rest)
+        assert output.token_ids[old_tokens:] == expected.token_ids
+        assert output.logprobs[old_tokens:] == pytest.approx(expected.logprobs, abs=1e-4)
+    # four started under the old weights (the engine's batch), two waited for a free row
+    assert queued == 2
+
+
 def test_keep_cache_reads_the_old_cache_so_its_log_probs_differ_from_the_new_policy_s():
     kept, fresh = _decode_switching("keep_cache")
     # the new weights score the same tokens afresh (prompt and first tokens recomputed)
