@@ -13,10 +13,11 @@ and measures it in two ways:
    solver (what ``roll-agent eval --env tictactoe-self-play --model M --episodes N`` prints).
    The goal, over ``--games`` games in each seat: no loss to the random player in either seat,
    and at least half the games against the solver drawn (or won) as the first player.
-2. **Ratings.** The warm start's last checkpoint and every RL checkpoint meet the random
-   player, the solver and each other in a round robin, ``roll-agent leaderboard rate`` with
-   ``--games`` ``--rate-games``, into a database of its own beside the JSON; each player's
-   OpenSkill rating (mu, sigma) is reported against the run minute its checkpoint was saved.
+2. **Ratings.** The model before training, the warm start's last checkpoint and every RL
+   checkpoint meet the random player, the solver and each other in a round robin
+   (``roll-agent leaderboard rate`` with ``--rate-games`` games a pair), into a database of
+   its own beside the JSON; each player's OpenSkill rating (mu, sigma) is reported against
+   the run minute its checkpoint was saved (0 for the model before training).
 
 Each model's matches are written to the JSON as soon as they end, and a rerun skips those
 already there: an interrupted measurement resumes. The PNG beside the JSON shows the run's own
@@ -265,13 +266,16 @@ def main(argv: list[str] | None = None) -> int:
         left_columns=3,
     )
 
-    players = ["random", "solver", *(c["model"] for c in (warm[-1:] + rl))]
+    # the model before training stands at minute 0 of the run
+    start = {"model": config.model.name, "phase": "before training", "step": 0, "minute": 0.0}
+    rated = [start, *warm[-1:], *rl]
+    players = ["random", "solver", *(c["model"] for c in rated)]
     if "ratings" not in report:
         print(f"round robin of {len(players)} players, {args.rate_games} games a pair...")
         rate(config.env.id, config.env.kwargs, players, args.rate_games, db)
         report["ratings"] = ratings_of(db, config.env.id)
         write_report(args.json, {"figures": report}, announce=False)
-    report["checkpoints"] = warm[-1:] + rl
+    report["checkpoints"] = rated
     for checkpoint in report["checkpoints"]:
         if checkpoint["model"] in report["ratings"]:
             checkpoint["rating"] = report["ratings"][checkpoint["model"]]
