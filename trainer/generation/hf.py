@@ -23,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -185,7 +186,8 @@ class HFGenerator:
 
     Args:
         model: a causal LM whose forward accepts ``attention_mask``, ``position_ids``,
-            ``past_key_values`` and ``logits_to_keep`` (every Llama-like transformers model).
+            a key-value cache (``cache``, or ``past_key_values`` before transformers 5) and
+            ``logits_to_keep`` (every Llama-like transformers model).
         tokenizer: its tokenizer; gives the pad id and the default stop token (eos).
         device: where to run.
         max_batch_size: most prompts run together; more are split into batches (of prompts of
@@ -211,6 +213,10 @@ class HFGenerator:
         self.pad_token_id: int = pad if pad is not None else 0
         self.default_stop_token_ids: tuple[int, ...] = (eos,) if eos is not None else ()
         self._grammar_masks: dict[tuple[int, ...], GrammarMasks] = {}
+        # transformers 5 names the key-value cache ``cache`` (in and out) and warns at every
+        # use of the older ``past_key_values``
+        forward = inspect.signature(model.forward).parameters
+        self._cache_argument = "cache" if "cache" in forward else "past_key_values"
 
     def grammar_masks(self, stop_token_ids: tuple[int, ...]) -> GrammarMasks:
         """The grammar compiler for replies that end at ``stop_token_ids`` (made once per stop
@@ -291,11 +297,11 @@ class HFGenerator:
                 input_ids=input_ids,
                 attention_mask=attention_mask,
                 position_ids=position_ids,
-                past_key_values=past,
                 use_cache=True,
                 logits_to_keep=1,
+                **{self._cache_argument: past},
             )
-            past = out.past_key_values
+            past = getattr(out, self._cache_argument)
             step_allowed = allowed
             if grammar is not None:
                 step_allowed = grammar.allowed([matchers[row] for row in rows])
