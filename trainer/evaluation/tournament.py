@@ -68,7 +68,7 @@ class ModelSeatPolicy:
         tokenizer: str | None = None,
         max_context_tokens: int = 2048,
     ) -> None:
-        from trainer.generation import HFGenerator, SamplingParams, make_generator
+        from trainer.generation import SamplingParams, make_generator
         from trainer.generation.openai_client import parse_address
         from trainer.models import load_model, load_tokenizer
         from trainer.rollout.chat_tokens import ChatTokens
@@ -89,7 +89,9 @@ class ModelSeatPolicy:
                 raise ValueError(f"player {name!r}: {url} does not answer ({error})") from None
         else:
             model, self.tokenizer = load_model(name, seed=seed)
-            self.generator = HFGenerator(model, self.tokenizer)
+            # the fast in-process engine, as the evaluations use: all the games waiting for
+            # this player are one batch
+            self.generator = make_generator("continuous", model, self.tokenizer, max_batch_size=64)
         self.chat = ChatTokens(self.tokenizer)
         self.sampling = SamplingParams(
             max_new_tokens=max_new_tokens,
