@@ -128,3 +128,31 @@ def test_a_served_model_plays_the_round_robin_through_openai(tmp_path: Path, cap
         twin = local[tuple("tiny-random" if p == served else p for p in record.players)]
         assert [m.reply for m in record.moves] == [m.reply for m in twin.moves]
         assert record.results == twin.results
+
+
+def test_model_players_of_one_architecture_share_an_engine_and_each_plays_its_own_weights():
+    pytest.importorskip("pettingzoo")
+    pytest.importorskip("textarena")
+    import rollenv
+    from trainer.evaluation.tournament import ModelSeatPolicy
+    from trainer.generation import make_generator
+    from trainer.models import load_model
+
+    players = [ModelSeatPolicy("tiny-random", seed=seed, max_new_tokens=8) for seed in (0, 1)]
+    assert players[0].generator.engine is players[1].generator.engine
+    env = rollenv.make_multi(TTT)
+    env.reset(seed=0)
+    prompt = players[0]._prompt(env, "player_0")
+    greedy = players[0].sampling
+    alone = []  # each player's reply on an engine of its own
+    for seed in (0, 1):
+        model, tokenizer = load_model("tiny-random", seed=seed)
+        [output] = make_generator("continuous", model, tokenizer).generate([prompt], greedy)
+        alone.append(output)
+    assert alone[0].logprobs != pytest.approx(alone[1].logprobs, abs=1e-3)  # other weights
+    # taking turns on the shared engine, each replies as it does alone
+    for _ in range(2):
+        for seed in (0, 1):
+            [output] = players[seed].generator.generate([prompt], greedy)
+            assert output.token_ids == alone[seed].token_ids
+            assert output.logprobs == pytest.approx(alone[seed].logprobs, abs=1e-5)
