@@ -191,11 +191,8 @@ class RolloutScheduler:
         Drops the groups too stale for ``version`` (none with ``partial_rollouts``), starts
         groups until ``per_step * (max_staleness + 1)`` are running (the next ``max_staleness``
         steps play ahead while this one trains; with 0, only this step's), then waits for the
-        oldest ``per_step`` complete ones. With ``partial_rollouts`` a group older than the
-        bound, which dropping would have replaced, is replaced too but plays on: it leaves the
-        count, so long episodes never hold back the groups of the steps to come. Groups are
-        numbered from 0 in the order started (:attr:`groups_started`); group ``n`` is reset
-        with ``seed_of(n)``.
+        oldest ``per_step`` complete ones. Groups are numbered from 0 in the order started
+        (:attr:`groups_started`); group ``n`` is reset with ``seed_of(n)``.
 
         Args:
             version: the weights' version now (new groups are tagged with it).
@@ -209,7 +206,7 @@ class RolloutScheduler:
         """
         self.drop_stale(version)
         wanted = per_step * (self.max_staleness + 1)
-        while self._playing_ahead(version) < wanted and (
+        while self.pending_groups < wanted and (
             total_groups is None or self.groups_started < total_groups
         ):
             number = self.groups_started
@@ -217,14 +214,6 @@ class RolloutScheduler:
             self.groups_started += 1
         take = min(per_step, self.pending_groups)
         return self.collect(take, version) if take else []
-
-    def _playing_ahead(self, version: int) -> int:
-        """The groups that count against the play-ahead budget: all those running, except, with
-        partial rollouts, the ones started more than ``max_staleness`` versions ago. Dropping
-        would have replaced those; partial rollouts replace them too, and let them play on."""
-        if not self.partial_rollouts:
-            return self.pending_groups
-        return sum(version - g.version <= self.max_staleness for g in self._groups.values())
 
     def rollout(self, seeds: Sequence[int], version: int = 0) -> list[Trajectory]:
         """Synchronous use: one group per seed (ids ``0..``), all trajectories in seed order."""
