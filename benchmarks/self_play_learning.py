@@ -26,7 +26,7 @@ evaluations (16 games a seat, every 15 minutes) and the ratings over the run.
 Run (from the repository root)::
 
     python benchmarks/self_play_learning.py --quick   # trains a tiny random model for 1 step
-    python benchmarks/self_play_learning.py           # runs/tictactoe-self-play, ~40 minutes
+    python benchmarks/self_play_learning.py           # runs/tictactoe-self-play, ~30 minutes
     python benchmarks/self_play_learning.py --with-warm-start
 """
 
