@@ -21,20 +21,22 @@ GREEDY = SamplingParams(max_new_tokens=12, temperature=0.0, ignore_eos=True)
 SWITCH_AT = 5  # decode steps under the old weights
 
 
-def _engines():
+def _engines(**engine_kwargs):
     old, tokenizer = load_model("tiny-random", seed=0)
     new, _ = load_model("tiny-random", seed=1)
-    return ContinuousGenerator(old, tokenizer), ContinuousGenerator(new, tokenizer), new
+    engine = ContinuousGenerator(old, tokenizer, **engine_kwargs)
+    return engine, ContinuousGenerator(new, tokenizer), new
 
 
-def _decode_switching(mode):
-    """Greedy replies that switch from seed 0's weights to seed 1's after ``SWITCH_AT`` steps."""
-    engine, fresh, new_model = _engines()
+def _decode_switching(mode, prompts=PROMPTS, params=GREEDY, switch_at=SWITCH_AT, **engine_kwargs):
+    """Greedy replies that switch from seed 0's weights to seed 1's (version 7) after
+    ``switch_at`` decode steps; also returns an engine with seed 1's weights."""
+    engine, fresh, new_model = _engines(**engine_kwargs)
     state = {"version": 0, "steps": 0}
 
     def load_pending():
         state["steps"] += 1
-        if state["steps"] == SWITCH_AT + 1:
+        if state["steps"] == switch_at + 1:
             engine.update_weights(new_model.state_dict())
             state["version"] = 7
             return True
@@ -42,8 +44,8 @@ def _decode_switching(mode):
 
     outputs = decode_with_updates(
         engine,
-        PROMPTS,
-        GREEDY,
+        prompts,
+        params,
         version=lambda: state["version"],
         load_pending=load_pending,
         mode=mode,
@@ -79,41 +81,26 @@ def test_recompute_prefix_on_long_ragged_prompts_and_a_queue_samples_as_the_new_
     """Prompts of 1 to 1,500 tokens, more than the engine's batch (two wait in the queue when
     the weights arrive, and run wholly under the new ones), the cache grown or allocated up
     front: after the switch every reply goes on as the new weights would from its prefix."""
-    old, tokenizer = load_model("tiny-random", seed=0)
-    new, _ = load_model("tiny-random", seed=1)
-    engine = ContinuousGenerator(
-        old, tokenizer, max_batch_size=4, max_context=1600, preallocate_cache=preallocate_cache
-    )
-    fresh = ContinuousGenerator(new, tokenizer)
     generator = torch.Generator().manual_seed(0)
     prompts = [
         torch.randint(10, 40000, (length,), generator=generator).tolist()
         for length in (700, 1, 257, 1500, 33, 90)
     ]
     params = SamplingParams(max_new_tokens=40, temperature=0.0, ignore_eos=True)
-    switch_at, state = 17, {"steps": 0, "version": 0}
-
-    def load_pending():
-        state["steps"] += 1
-        if state["steps"] == switch_at + 1:
-            engine.update_weights(new.state_dict())
-            state["version"] = 1
-            return True
-        return False
-
-    outputs = decode_with_updates(
-        engine,
+    outputs, fresh = _decode_switching(
+        "recompute_prefix",
         prompts,
         params,
-        version=lambda: state["version"],
-        load_pending=load_pending,
-        mode="recompute_prefix",
+        switch_at=17,
+        max_batch_size=4,
+        max_context=1600,
+        preallocate_cache=preallocate_cache,
     )
     queued = 0
     for prompt, output in zip(prompts, outputs, strict=True):
         assert len(output.token_ids) == params.max_new_tokens
         old_tokens = output.weight_versions.count(0)
-        assert output.weight_versions == [0] * old_tokens + [1] * (40 - old_tokens)
+        assert output.weight_versions == [0] * old_tokens + [7] * (40 - old_tokens)
         queued += old_tokens == 0
         rest = SamplingParams(max_new_tokens=40 - old_tokens, temperature=0.0, ignore_eos=True)
         [expected] = fresh.generate([prompt + output.token_ids[:old_tokens]], rest)
