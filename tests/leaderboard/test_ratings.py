@@ -156,3 +156,34 @@ def test_model_players_of_one_architecture_share_an_engine_and_each_plays_its_ow
             [output] = players[seed].generator.generate([prompt], greedy)
             assert output.token_ids == alone[seed].token_ids
             assert output.logprobs == pytest.approx(alone[seed].logprobs, abs=1e-5)
+
+
+def test_an_interrupted_round_robin_keeps_the_games_that_ended(tmp_path: Path, monkeypatch, capsys):
+    pytest.importorskip("pettingzoo")
+    pytest.importorskip("textarena")
+    from trainer.cli import leaderboard_command
+    from trainer.cli.main import INTERRUPTED, main
+    from trainer.evaluation import tournament
+
+    real_round_robin = tournament.round_robin
+
+    def interrupted_after_two(*args, on_match, **kwargs):
+        ended = []
+
+        def on_match_then_stop(record):
+            on_match(record)
+            ended.append(record)
+            if len(ended) == 2:
+                raise KeyboardInterrupt  # Ctrl-C as the second game ends
+
+        return real_round_robin(*args, on_match=on_match_then_stop, **kwargs)
+
+    monkeypatch.setattr(tournament, "round_robin", interrupted_after_two)
+    monkeypatch.setattr(leaderboard_command, "STORE_EVERY_S", 3600.0)  # nothing stored on time
+    db = tmp_path / "results.db"
+    args = ["leaderboard", "rate", TTT, "random", "solver", "--games", "3", "--db", str(db)]
+    assert main(args) == INTERRUPTED
+    assert "2 of 6 games" in capsys.readouterr().err
+    with ResultStore(db) as store:
+        assert len(store.matches(TTT)) == 2
+        assert sum(r.games for r in store.ratings(TTT)) == 4  # two players in each of 2 games

@@ -17,12 +17,16 @@ import contextlib
 import functools
 import json
 import sys
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from rollenv.commands.arguments import UsageError, non_negative_int
 from rollenv.commands.terminal import labelled_progress
 from rollenv.extras import INSTALL_COMMANDS, require_extra
+
+#: How often ``leaderboard rate`` stores the games that ended (each store rates them again).
+STORE_EVERY_S = 10.0
 
 __all__ = [
     "add_leaderboard_command",
@@ -56,8 +60,9 @@ def add_leaderboard_command(commands: argparse._SubParsersAction) -> None:
         "rate",
         help="play round-robin matches of a two-player game and rate the players",
         description="Every ordered pair of PLAYERs meets --games times (seeds 0..N-1); each "
-        "game is stored with every move, and the game's players are rated again from all "
-        "its matches (OpenSkill: mu, and mu +- 2 sigma).",
+        "game is stored with every move as it ends (Ctrl-C keeps the games that ended), and "
+        "the game's players are rated again from all its matches (OpenSkill: mu, and mu +- 2 "
+        "sigma).",
     )
     rate.add_argument("game", help="a multi-agent id, e.g. textarena/TicTacToe-v0")
     rate.add_argument(
@@ -142,21 +147,35 @@ def _json_object(text: str) -> dict[str, Any]:
 
 
 def run_leaderboard_rate(args: argparse.Namespace) -> int:
-    """``roll-agent leaderboard rate GAME PLAYER...``: the matches, stored, and the ratings."""
+    """``roll-agent leaderboard rate GAME PLAYER...``: the matches, stored as they end, and the
+    ratings (an interrupted round robin keeps the games that ended)."""
     from rollenv import UnknownEnvError
     from trainer.evaluation.tournament import round_robin, seat_policy
 
     pairs = len(args.players) * (len(args.players) - 1)
     with open_store(args.db) as store, labelled_progress(pairs * args.games, "games") as progress:
-        played = 0
+        played = stored = 0
+        ended: list[Any] = []
+        last_stored = time.monotonic()
+
+        def store_ended() -> None:
+            nonlocal stored, last_stored
+            if ended:
+                store.add_matches(ended)
+                stored += len(ended)
+                ended.clear()
+            last_stored = time.monotonic()
 
         def one_more(record: Any) -> None:
             nonlocal played
             played += 1
             progress(" vs ".join(record.players), played)
+            ended.append(record)
+            if time.monotonic() - last_stored >= STORE_EVERY_S:
+                store_ended()
 
         try:
-            records = round_robin(
+            round_robin(
                 args.game,
                 args.players,
                 args.games,
@@ -166,8 +185,16 @@ def run_leaderboard_rate(args: argparse.Namespace) -> int:
             )
         except (ValueError, UnknownEnvError) as error:
             raise UsageError(str(error)) from None
-        table = store.add_matches(records)
-    print(f"{len(records)} games of {args.game} stored in {store.url}")
+        except KeyboardInterrupt:
+            store_ended()
+            print(
+                f"\n{stored} of {pairs * args.games} games of {args.game} stored in {store.url}",
+                file=sys.stderr,
+            )
+            raise
+        store_ended()
+        table = store.ratings(args.game)
+    print(f"{stored} games of {args.game} stored in {store.url}")
     print(f"{'player':<40} {'mu':>7} {'mu +- 2 sigma':>17} {'games':>6}")
     for rating in table:
         low, high = rating.interval
