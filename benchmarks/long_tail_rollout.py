@@ -27,7 +27,10 @@ alike for the groups they share.
 
 Figures per arm: wall-clock seconds, episodes trained per second, trained tokens per second
 (reply tokens that enter an update, after masking), the share of trained episodes that ran 10
-turns or more (the law's share is ``10 ** -alpha``), groups dropped, tokens masked. Goals:
+turns or more (the law's share is ``10 ** -alpha``), groups dropped, tokens masked, and the
+replies that entered an update out of those the generator was asked for (dropped and aborted
+episodes' included, and those of the groups still in flight when the arm ends: where generation
+is the bottleneck, the rest is its time not trained on). Goals:
 partial rollouts >= 1.3x drop and replace, and >= 4x synchronous, in trained tokens/s.
 
 Run (from the repository root)::
@@ -88,6 +91,11 @@ class SlowGenerator(GeneratorActor):
         return await super().generate(prompt, params)
 
 
+def _replies_trained(sample: Any) -> int:
+    """The replies (turns) of ``sample`` with a token left in the update after masking."""
+    return len({t for t, m in zip(sample.turn_of_token, sample.loss_mask, strict=True) if m})
+
+
 def train_steps(
     scheduler: RolloutScheduler,
     generator: Any,
@@ -102,8 +110,9 @@ def train_steps(
     and returns the arm's figures."""
     import ray
 
-    tokens = masked = 0
+    tokens = masked = replies_trained = 0
     trained: list[Any] = []
+    requests_before = ray.get(generator.get_stats.remote())["requests"]
     start = time.perf_counter()
     for version in range(steps):
         collected = scheduler.training_step(version, groups, seed_of=lambda n: 1000 + n)
@@ -111,12 +120,14 @@ def train_steps(
         replies = sum(sum(s.loss_mask) for t in played for s in t.samples)
         mask_stale_tokens(played, version, ahead if partial else None)
         kept = sum(sum(s.loss_mask) for t in played for s in t.samples)
+        replies_trained += sum(_replies_trained(s) for t in played for s in t.samples)
         trained += played
         tokens, masked = tokens + kept, masked + replies - kept
         time.sleep(update_s)  # the update; the actors play on meanwhile
         ray.get(generator.update_weights.remote([ray.put({})], version + 1))
     wall = time.perf_counter() - start
     scheduler.cancel_all()
+    replies_generated = ray.get(generator.get_stats.remote())["requests"] - requests_before
     long = sum(len(t.turns) >= LONG_TURNS for t in trained)
     return {
         "seconds": wall,
@@ -128,6 +139,9 @@ def train_steps(
         "mean_turns": sum(len(t.turns) for t in trained) / len(trained),
         "groups_dropped": scheduler.metrics["groups_dropped_stale"],
         "tokens_masked": masked,
+        "replies_generated": replies_generated,
+        "replies_trained": replies_trained,
+        "replies_trained_share": replies_trained / replies_generated,
     }
 
 
@@ -227,7 +241,16 @@ def run_long_tail(argv: Sequence[str] | None = None) -> int:
     over_drop = partial / results["drop and replace"]["trained_tokens_per_s"]
     over_sync = partial / results["synchronous"]["trained_tokens_per_s"]
     print_table(
-        ["arm", "s", "episodes/s", "trained tokens/s", "long share", "dropped", "masked"],
+        [
+            "arm",
+            "s",
+            "episodes/s",
+            "trained tokens/s",
+            "long share",
+            "dropped",
+            "masked",
+            "replies trained",
+        ],
         [
             [
                 name,
@@ -237,6 +260,7 @@ def run_long_tail(argv: Sequence[str] | None = None) -> int:
                 f"{r['long_share']:.3f}",
                 str(r["groups_dropped"]),
                 str(r["tokens_masked"]),
+                f"{r['replies_trained']}/{r['replies_generated']}",
             ]
             for name, r in results.items()
         ],
