@@ -246,10 +246,9 @@ def test_random_policy_plays_an_adapted_game_to_its_end(env_id):
 # A reply counts as valid exactly when it is one <answer> holding action words joined by "||",
 # optionally after one <think> block; written here independently of the parser under test.
 # Replies it calls valid are only left out of the invalid-reply property, so it errs towards
-# valid: an action word verb[argument] stands for that verb with any argument.
+# valid: an action word verb[argument] (search[...], answer[...]) stands for that verb with any
+# argument.
 def _is_valid_reply(text: str, words: tuple[str, ...]) -> bool:
-    # an action word written verb[argument] (search[...], answer[...]) is a sample of that verb
-    # with any argument: every such reply may be an action, whatever its case
     verbs = {m.group(1) for w in words if (m := re.fullmatch(r"(\w+)\s*\[.*\]", w, re.DOTALL))}
     forms = [*map(re.escape, words), *(rf"{re.escape(verb)}\s*\[.*\]" for verb in verbs)]
     word = "(" + "|".join(forms) + ")"
